@@ -1,0 +1,238 @@
+// LZ4 frame writer: the frame format of lz4_frame_format.hpp around blocks
+// compressed by liblz4, in batches of a few blocks per thread.
+//
+// Each batch takes up to `batch_blocks` blocks of input straight from the
+// source (no copy for memory sources) and reserves room in the sink for the
+// worst case: every block stored raw (a block never grows; when LZ4 cannot
+// make it smaller it is stored as is). Block i is compressed into slot i of
+// that room, then the slots are packed to the front and committed. The content
+// checksum runs as one more task beside the block tasks of the same batch.
+// Linked blocks compress one after another in a single task, since each one
+// may refer to the one before.
+#define XXH_STATIC_LINKING_ONLY
+#include <xxhash.h>
+
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "common/thread_pool.hpp"
+#include "cpu/lz4_block_cpu.hpp"
+#include "format/lz4_frame_format.hpp"
+#include "tandem/tandem.hpp"
+
+namespace tandem {
+
+namespace {
+
+using lz4f::write_le32;
+
+// A block's slot: word, payload (at most the block itself), block checksum.
+constexpr std::size_t kSlotOverhead = 8;
+
+int batch_blocks_for(int threads) { return std::max(2, 2 * threads); }
+
+// Writes the block at `in` (n bytes) into `slot` as a frame block: word,
+// payload (compressed, or raw when compression does not shrink it) and, when
+// asked, its checksum. Returns the bytes used.
+template <class CompressFn>
+std::size_t emit_block(const std::uint8_t* in, std::size_t n, std::uint8_t* slot, bool block_checksum,
+                       CompressFn&& compress) {
+  std::uint8_t* payload = slot + 4;
+  // A capacity of n - 1 makes liblz4 give up early on incompressible data.
+  std::size_t size = n > 1 ? compress(in, n, payload, n - 1) : 0;
+  if (size == 0) {
+    std::memcpy(payload, in, n);
+    size = n;
+    write_le32(slot, static_cast<std::uint32_t>(n) | lz4f::kUncompressedBit);
+  } else {
+    write_le32(slot, static_cast<std::uint32_t>(size));
+  }
+  std::size_t used = 4 + size;
+  if (block_checksum) {
+    write_le32(slot + used, XXH32(payload, size, 0));
+    used += 4;
+  }
+  return used;
+}
+
+Status compress_legacy(Source& in, Sink& out, const Lz4FrameOptions& o, int threads, StreamStats* stats) {
+  const std::size_t block = lz4f::kLegacyBlockSize;
+  const std::size_t bound = cpu::lz4_block_bound(block);
+  const std::size_t batch = static_cast<std::size_t>(batch_blocks_for(threads));
+  std::uint8_t magic[4];
+  write_le32(magic, lz4f::kLegacyMagic);
+  if (Status s = out.write(magic, 4); !s) return s;
+  std::vector<std::size_t> used(batch);
+  for (;;) {
+    std::size_t avail = 0;
+    if (Status s = in.ensure(batch * block, &avail); !s) return s;
+    const std::size_t n = std::min(avail, batch * block);
+    if (n == 0) break;
+    const std::size_t nb = (n + block - 1) / block;
+    // Full blocks take bound-sized slots; the last, maybe partial, block its own bound.
+    const std::size_t last_len = n - (nb - 1) * block;
+    std::uint8_t* room = nullptr;
+    if (Status s = out.reserve((nb - 1) * (4 + bound) + 4 + cpu::lz4_block_bound(last_len), &room); !s) return s;
+    const std::uint8_t* src = in.data();
+    detail::parallel_for(nb, threads, [&](std::size_t i) {
+      const std::size_t len = std::min(block, n - i * block);
+      std::uint8_t* slot = room + i * (4 + bound);
+      // The legacy format has no raw blocks: a block is always LZ4-compressed.
+      const std::size_t size =
+          cpu::lz4_compress_block(src + i * block, len, slot + 4, cpu::lz4_block_bound(len), o.level);
+      write_le32(slot, static_cast<std::uint32_t>(size));
+      used[i] = 4 + size;
+    });
+    std::size_t total = 0;
+    for (std::size_t i = 0; i < nb; ++i) {
+      if (used[i] == 4) return {StatusCode::bad_data, "LZ4 block compression failed"};
+      std::memmove(room + total, room + i * (4 + bound), used[i]);
+      total += used[i];
+    }
+    if (Status s = out.commit(total); !s) return s;
+    in.consume(n);
+    if (o.progress) o.progress(in.position(), out.position());
+  }
+  if (stats) {
+    stats->bytes_in = in.position();
+    stats->bytes_out = out.position();
+  }
+  return out.flush();
+}
+
+}  // namespace
+
+bool lz4_valid_block_size(std::size_t block_size) { return lz4f::block_size_id(block_size) != 0; }
+
+std::size_t lz4_frame_max_compressed_size(std::size_t input_size, const Lz4FrameOptions& o) {
+  if (o.legacy) {
+    const std::size_t full = input_size / lz4f::kLegacyBlockSize;
+    const std::size_t rest = input_size % lz4f::kLegacyBlockSize;
+    return 4 + full * (4 + cpu::lz4_block_bound(lz4f::kLegacyBlockSize)) +
+           (rest ? 4 + cpu::lz4_block_bound(rest) : 0);
+  }
+  const std::size_t block = lz4_valid_block_size(o.block_size) ? o.block_size : (4u << 20);
+  const std::size_t blocks = (input_size + block - 1) / block;
+  // header + blocks (raw at worst) + end mark + content checksum
+  return lz4f::kMaxHeaderSize + input_size + blocks * kSlotOverhead + 4 + 4;
+}
+
+Status lz4_compress_stream(Source& in, Sink& out, const Lz4FrameOptions& o, StreamStats* stats) {
+  if (!o.legacy && !lz4_valid_block_size(o.block_size)) {
+    return {StatusCode::invalid_argument, "block size must be 64 KiB, 256 KiB, 1 MiB or 4 MiB"};
+  }
+  if (o.level > 12) return {StatusCode::invalid_argument, "LZ4 levels go up to 12"};
+  Backend backend;
+  if (Status s = resolve_backend(Codec::lz4, o.backend, &backend); !s) return s;
+  const int threads = detail::effective_threads(o.threads);
+  if (stats) *stats = {};
+  if (o.legacy) return compress_legacy(in, out, o, threads, stats);
+
+  lz4f::FrameHeader header;
+  header.block_max = o.block_size;
+  header.independent_blocks = !o.linked_blocks;
+  header.block_checksum = o.block_checksum;
+  header.content_checksum = o.content_checksum;
+  const std::int64_t hint = in.size_hint();
+  header.has_content_size = o.content_size && hint >= 0;
+  header.content_size = header.has_content_size ? static_cast<std::uint64_t>(hint) : 0;
+  std::uint8_t head[lz4f::kMaxHeaderSize];
+  if (Status s = out.write(head, lz4f::write_frame_header(header, head)); !s) return s;
+
+  const std::size_t block = o.block_size;
+  const std::size_t slot = block + kSlotOverhead;
+  const std::size_t batch = static_cast<std::size_t>(batch_blocks_for(threads));
+  std::vector<std::size_t> used(batch);
+  XXH32_state_t xxh;
+  XXH32_reset(&xxh, 0);
+  std::unique_ptr<cpu::Lz4LinkedCompressor> linked;
+  if (o.linked_blocks) linked = std::make_unique<cpu::Lz4LinkedCompressor>(o.level);
+  const int level = o.level;
+  auto compress_independent = [level](const std::uint8_t* s, std::size_t n, std::uint8_t* d, std::size_t cap) {
+    return cpu::lz4_compress_block(s, n, d, cap, level);
+  };
+  auto compress_linked = [&linked](const std::uint8_t* s, std::size_t n, std::uint8_t* d, std::size_t cap) {
+    return linked->compress(s, n, d, cap);
+  };
+
+  std::uint64_t content = 0;
+  for (;;) {
+    std::size_t avail = 0;
+    if (Status s = in.ensure(batch * block, &avail); !s) return s;
+    const std::size_t n = std::min(avail, batch * block);
+    if (n == 0) break;
+    const std::size_t nb = (n + block - 1) / block;
+    // Every slot but the last holds a full block: the room is exactly the worst case.
+    std::uint8_t* room = nullptr;
+    if (Status s = out.reserve(n + nb * kSlotOverhead, &room); !s) return s;
+    const std::uint8_t* src = in.data();
+    auto block_len = [&](std::size_t i) { return std::min(block, n - i * block); };
+    // Task 0 is the content checksum; the others are blocks (one chained task when linked).
+    const std::size_t tasks = 1 + (o.linked_blocks ? 1 : nb);
+    detail::parallel_for(tasks, threads, [&](std::size_t t) {
+      if (t == 0) {
+        if (o.content_checksum) XXH32_update(&xxh, src, n);
+      } else if (o.linked_blocks) {
+        for (std::size_t i = 0; i < nb; ++i) {
+          used[i] = emit_block(src + i * block, block_len(i), room + i * slot, o.block_checksum, compress_linked);
+        }
+      } else {
+        const std::size_t i = t - 1;
+        used[i] = emit_block(src + i * block, block_len(i), room + i * slot, o.block_checksum, compress_independent);
+      }
+    });
+    std::size_t total = used[0];
+    for (std::size_t i = 1; i < nb; ++i) {
+      std::memmove(room + total, room + i * slot, used[i]);
+      total += used[i];
+    }
+    if (Status s = out.commit(total); !s) return s;
+    in.consume(n);
+    content += n;
+    if (o.progress) o.progress(in.position(), out.position());
+  }
+  if (header.has_content_size && content != header.content_size) {
+    return {StatusCode::io_error, "the input changed size while it was read"};
+  }
+  std::uint8_t tail[8];
+  write_le32(tail, 0);
+  std::size_t tail_size = 4;
+  if (o.content_checksum) {
+    write_le32(tail + 4, XXH32_digest(&xxh));
+    tail_size = 8;
+  }
+  if (Status s = out.write(tail, tail_size); !s) return s;
+  if (stats) {
+    stats->bytes_in = content;
+    stats->bytes_out = out.position();
+    stats->frames = 1;
+  }
+  return out.flush();
+}
+
+Status lz4_frame_compress(ConstBuffer input, std::vector<std::uint8_t>* frame, const Lz4FrameOptions& options) {
+  if (!frame || (!input.data && input.size)) return {StatusCode::invalid_argument, "null buffer"};
+  frame->clear();
+  try {
+    frame->reserve(lz4_frame_max_compressed_size(input.size, options));
+  } catch (const std::bad_alloc&) {
+    return {StatusCode::out_of_memory, "frame buffer"};
+  }
+  auto in = memory_source(input);
+  auto out = vector_sink(frame);
+  return lz4_compress_stream(*in, *out, options);
+}
+
+Status lz4_frame_compress(ConstBuffer input, MutableBuffer frame, std::size_t* size, const Lz4FrameOptions& options) {
+  if (!size || (!input.data && input.size) || (!frame.data && frame.size)) {
+    return {StatusCode::invalid_argument, "null buffer"};
+  }
+  auto in = memory_source(input);
+  auto out = buffer_sink(frame);
+  const Status s = lz4_compress_stream(*in, *out, options);
+  *size = s ? static_cast<std::size_t>(out->position()) : 0;
+  return s;
+}
+
+}  // namespace tandem

@@ -1,0 +1,167 @@
+// The shared worker pool behind parallel_for (see thread_pool.hpp).
+//
+// Workers sleep on one condition variable and wake when a job is queued. A job
+// owns an atomic item counter; every participant (the caller and up to
+// max_threads - 1 workers) claims items until none are left. The caller waits
+// for the count of finished items, so a job ends only when all fn(i) returned.
+#include "common/thread_pool.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <exception>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "tandem/tandem.hpp"
+
+namespace tandem {
+
+int hardware_threads() {
+  const unsigned n = std::thread::hardware_concurrency();
+  return n == 0 ? 1 : static_cast<int>(n);
+}
+
+namespace detail {
+namespace {
+
+constexpr int kMaxThreads = 256;
+thread_local bool t_inside_parallel = false;
+
+struct Job {
+  const std::function<void(std::size_t)>* fn = nullptr;
+  std::size_t n = 0;
+  int helpers_wanted = 0;
+  int helpers_joined = 0;  // guarded by the pool mutex
+  std::atomic<std::size_t> next{0};
+  std::atomic<std::size_t> finished{0};
+  std::mutex m;
+  std::condition_variable cv;
+  std::exception_ptr error;  // first exception thrown by fn, guarded by m
+
+  // Claims and runs items until none are left.
+  void work() {
+    std::size_t ran = 0;
+    for (std::size_t i; (i = next.fetch_add(1, std::memory_order_relaxed)) < n;) {
+      try {
+        (*fn)(i);
+      } catch (...) {
+        std::lock_guard<std::mutex> lock(m);
+        if (!error) error = std::current_exception();
+      }
+      ++ran;
+    }
+    if (ran != 0 && finished.fetch_add(ran, std::memory_order_acq_rel) + ran == n) {
+      std::lock_guard<std::mutex> lock(m);
+      cv.notify_all();
+    }
+  }
+};
+
+class Pool {
+ public:
+  static Pool& instance() {
+    static Pool* pool = new Pool();  // never destroyed: workers may outlive static destructors
+    return *pool;
+  }
+
+  void run(Job& job, int threads) {
+    job.helpers_wanted = threads - 1;
+    if (job.helpers_wanted > 0) {
+      std::lock_guard<std::mutex> lock(m_);
+      grow(job.helpers_wanted);
+      queue_.push_back(&job);
+      cv_.notify_all();
+    }
+    t_inside_parallel = true;
+    job.work();
+    t_inside_parallel = false;
+    if (job.helpers_wanted > 0) {
+      std::lock_guard<std::mutex> lock(m_);
+      queue_.erase(std::remove(queue_.begin(), queue_.end(), &job), queue_.end());
+    }
+    std::unique_lock<std::mutex> lock(job.m);
+    job.cv.wait(lock, [&] { return job.finished.load(std::memory_order_acquire) == job.n; });
+    // Workers that joined may still be inside work() having claimed nothing;
+    // wait until they have left before the job goes out of scope.
+    std::unique_lock<std::mutex> pool_lock(m_);
+    left_cv_.wait(pool_lock, [&] { return active_on(&job) == 0; });
+    if (job.error) std::rethrow_exception(job.error);
+  }
+
+ private:
+  Pool() = default;
+
+  // Caller holds m_.
+  void grow(int wanted) {
+    wanted = std::min(wanted, kMaxThreads);
+    while (static_cast<int>(workers_.size()) < wanted) {
+      workers_.emplace_back([this] { loop(); });
+      workers_.back().detach();
+    }
+  }
+
+  int active_on(const Job* job) const {
+    int k = 0;
+    for (const Job* j : running_) k += (j == job);
+    return k;
+  }
+
+  void loop() {
+    t_inside_parallel = true;
+    std::unique_lock<std::mutex> lock(m_);
+    for (;;) {
+      Job* job = nullptr;
+      cv_.wait(lock, [&] {
+        for (Job* j : queue_) {
+          if (j->helpers_joined < j->helpers_wanted && j->next.load(std::memory_order_relaxed) < j->n) {
+            job = j;
+            return true;
+          }
+        }
+        return false;
+      });
+      ++job->helpers_joined;
+      running_.push_back(job);
+      lock.unlock();
+      job->work();
+      lock.lock();
+      running_.erase(std::find(running_.begin(), running_.end(), job));
+      left_cv_.notify_all();
+    }
+  }
+
+  std::mutex m_;
+  std::condition_variable cv_;
+  std::condition_variable left_cv_;
+  std::deque<Job*> queue_;
+  std::vector<Job*> running_;
+  std::vector<std::thread> workers_;
+};
+
+}  // namespace
+
+int effective_threads(int requested) {
+  if (requested <= 0) return hardware_threads();
+  return std::min(requested, kMaxThreads);
+}
+
+void parallel_for(std::size_t n, int max_threads, const std::function<void(std::size_t)>& fn) {
+  if (n == 0) return;
+  int threads = effective_threads(max_threads);
+  if (static_cast<std::size_t>(threads) > n) threads = static_cast<int>(n);
+  if (threads <= 1 || t_inside_parallel) {
+    for (std::size_t i = 0; i < n; ++i) fn(i);
+    return;
+  }
+  Job job;
+  job.fn = &fn;
+  job.n = n;
+  Pool::instance().run(job, threads);
+}
+
+}  // namespace detail
+}  // namespace tandem

@@ -1,0 +1,21 @@
+// A process-wide pool of worker threads for data-parallel loops.
+//
+// parallel_for(n, max_threads, fn) runs fn(i) for i in [0, n) on at most
+// max_threads threads, the caller being one of them, and returns when all are
+// done. Items are handed out one at a time from an atomic counter, so uneven
+// items balance themselves. Calls from several threads at once are fine: each
+// call is its own job, and a worker helps whichever job it finds first. A call
+// made from inside fn runs serially on the calling thread (no deadlock).
+#pragma once
+
+#include <cstddef>
+#include <functional>
+
+namespace tandem::detail {
+
+// Number of threads a `threads` option means: 0 -> all hardware threads.
+int effective_threads(int requested);
+
+void parallel_for(std::size_t n, int max_threads, const std::function<void(std::size_t)>& fn);
+
+}  // namespace tandem::detail

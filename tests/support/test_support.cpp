@@ -1,0 +1,171 @@
+#include "support/test_support.hpp"
+
+#include <sys/wait.h>
+#include <unistd.h>
+#include <xxhash.h>
+
+#include <array>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <mutex>
+#include <random>
+#include <stdexcept>
+
+namespace tandem::test {
+
+namespace fs = std::filesystem;
+
+Bytes random_bytes(std::size_t n, std::uint64_t seed) {
+  Bytes b(n);
+  std::mt19937_64 rng(seed);
+  std::size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const std::uint64_t v = rng();
+    for (int k = 0; k < 8; ++k) b[i + k] = static_cast<std::uint8_t>(v >> (8 * k));
+  }
+  for (; i < n; ++i) b[i] = static_cast<std::uint8_t>(rng());
+  return b;
+}
+
+Bytes constant_bytes(std::size_t n, std::uint8_t value) { return Bytes(n, value); }
+
+Bytes text_like_bytes(std::size_t n, std::uint64_t seed) {
+  static const char* const words[] = {"the ",   "tandem ", "compresses ", "data ",  "on ",
+                                      "GPU ",   "and ",    "CPU ",        "blocks ", "frame ",
+                                      "of ",    "a ",      "stream\n",    "fast ",   "lz4 ",
+                                      "bytes ", "page ",   "zstd, ",      "deflate. "};
+  Bytes b;
+  b.reserve(n);
+  std::mt19937_64 rng(seed);
+  while (b.size() < n) {
+    const char* w = words[rng() % (sizeof(words) / sizeof(words[0]))];
+    for (const char* p = w; *p && b.size() < n; ++p) b.push_back(static_cast<std::uint8_t>(*p));
+  }
+  return b;
+}
+
+Bytes mixed_bytes(std::size_t n, std::uint64_t seed) {
+  Bytes b;
+  b.reserve(n);
+  std::mt19937_64 rng(seed);
+  while (b.size() < n) {
+    const std::size_t len = std::min<std::size_t>(n - b.size(), 1 + rng() % 5000);
+    Bytes part;
+    switch (rng() % 3) {
+      case 0: part = constant_bytes(len, static_cast<std::uint8_t>(rng())); break;
+      case 1: part = text_like_bytes(len, rng()); break;
+      default: part = random_bytes(len, rng()); break;
+    }
+    b.insert(b.end(), part.begin(), part.end());
+  }
+  return b;
+}
+
+std::uint64_t hash64(const void* data, std::size_t n) { return XXH3_64bits(data, n); }
+
+TempDir::TempDir() {
+  std::string tmpl = (fs::temp_directory_path() / "tandem-test-XXXXXX").string();
+  if (!mkdtemp(tmpl.data())) throw std::runtime_error("mkdtemp failed");
+  path_ = tmpl;
+}
+
+TempDir::~TempDir() {
+  std::error_code ec;
+  fs::remove_all(path_, ec);
+}
+
+Bytes read_file(const fs::path& p) {
+  std::ifstream f(p, std::ios::binary);
+  if (!f) throw std::runtime_error("cannot open " + p.string());
+  return Bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+}
+
+void write_file(const fs::path& p, const Bytes& data) {
+  std::ofstream f(p, std::ios::binary | std::ios::trunc);
+  f.write(reinterpret_cast<const char*>(data.data()), static_cast<std::streamsize>(data.size()));
+  if (!f) throw std::runtime_error("cannot write " + p.string());
+}
+
+int run(const std::string& command, std::string* out) {
+  FILE* pipe = popen(command.c_str(), "r");
+  if (!pipe) return -1;
+  std::array<char, 4096> buf;
+  std::size_t got;
+  while ((got = fread(buf.data(), 1, buf.size(), pipe)) > 0) {
+    if (out) out->append(buf.data(), got);
+  }
+  const int status = pclose(pipe);
+  if (status == -1 || !WIFEXITED(status)) return -1;
+  return WEXITSTATUS(status);
+}
+
+bool have_tool(const std::string& name) {
+  return run("command -v " + name + " >/dev/null 2>&1") == 0;
+}
+
+std::string sh_quote(const std::string& s) {
+  std::string q = "'";
+  for (char c : s) {
+    if (c == '\'') q += "'\\''";
+    else q += c;
+  }
+  return q + "'";
+}
+
+std::string cli_path() { return TANDEM_CLI_PATH; }
+
+std::vector<std::string> silesia_names() {
+  return {"dickens", "mr", "nci", "ooffice", "osdb", "reymont", "xml"};
+}
+
+fs::path silesia_dir() {
+  static std::once_flag once;
+  static fs::path dir;
+  static std::unique_ptr<TempDir> unzipped;
+  std::call_once(once, [] {
+    if (const char* env = std::getenv("TANDEM_CORPUS"); env && fs::exists(fs::path(env) / "dickens")) {
+      dir = env;
+      return;
+    }
+    const fs::path zips = fs::path(TANDEM_SOURCE_DIR) / ".." / "shared" / "corpus" / "silesia";
+    if (!fs::exists(zips / "dickens.zip") || !have_tool("unzip")) return;
+    unzipped = std::make_unique<TempDir>();
+    for (const auto& name : silesia_names()) {
+      const std::string cmd = "unzip -q -o " + sh_quote((zips / (name + ".zip")).string()) + " -d " +
+                              sh_quote(unzipped->path().string());
+      if (run(cmd) != 0) return;
+    }
+    dir = unzipped->path();
+  });
+  return dir;
+}
+
+::testing::AssertionResult StatusIs(const char* status_expr, const char* code_expr,
+                                    const Status& status, StatusCode want) {
+  if (status.code == want) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure()
+         << status_expr << " is " << status_name(status.code) << " ("
+         << (status.reason ? status.reason : "no reason") << "), expected " << code_expr << " ("
+         << status_name(want) << ")";
+}
+
+std::uint64_t peak_rss_bytes() {
+  std::ifstream f("/proc/self/status");
+  std::string line;
+  while (std::getline(f, line)) {
+    if (line.rfind("VmHWM:", 0) == 0) return std::stoull(line.substr(6)) * 1024;
+  }
+  return 0;
+}
+
+bool reset_peak_rss() {
+  std::ofstream f("/proc/self/clear_refs");
+  if (!f) return false;
+  f << "5";
+  f.flush();
+  return static_cast<bool>(f);
+}
+
+}  // namespace tandem::test
+

@@ -1,0 +1,72 @@
+// Helpers shared by the tests: seeded data generators, temp dirs, running
+// commands, and the Silesia corpus when it is present.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "tandem/tandem.hpp"
+
+namespace tandem::test {
+
+using Bytes = std::vector<std::uint8_t>;
+
+Bytes random_bytes(std::size_t n, std::uint64_t seed);        // incompressible
+Bytes constant_bytes(std::size_t n, std::uint8_t value);
+Bytes text_like_bytes(std::size_t n, std::uint64_t seed);     // compressible words
+Bytes mixed_bytes(std::size_t n, std::uint64_t seed);         // runs, text and noise
+
+std::uint64_t hash64(const void* data, std::size_t n);
+
+// A fresh directory removed when the object dies.
+class TempDir {
+ public:
+  TempDir();
+  ~TempDir();
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  const std::filesystem::path& path() const { return path_; }
+  std::filesystem::path operator/(const std::string& name) const { return path_ / name; }
+
+ private:
+  std::filesystem::path path_;
+};
+
+Bytes read_file(const std::filesystem::path& p);
+void write_file(const std::filesystem::path& p, const Bytes& data);
+
+// Runs `command` through /bin/sh; returns its exit status (or -1), stdout in *out.
+int run(const std::string& command, std::string* out = nullptr);
+bool have_tool(const std::string& name);
+// Quotes a path for /bin/sh.
+std::string sh_quote(const std::string& s);
+// The `tandem` command built with the tests.
+std::string cli_path();
+
+// Directory with the unzipped Silesia files, or empty when the corpus is not
+// available (the test should then GTEST_SKIP with a message). Looks at
+// $TANDEM_CORPUS (unzipped files) and at ../shared/corpus beside the project
+// (zips, unzipped once per test process into a temp dir).
+std::filesystem::path silesia_dir();
+std::vector<std::string> silesia_names();
+
+// ---- status assertions (added for the cpu/interop/slow tests) ----
+// Predicate-format helper: EXPECT_PRED_FORMAT2(StatusIs, status, StatusCode::bad_data)
+// prints both codes by name and the status's reason on failure.
+::testing::AssertionResult StatusIs(const char* status_expr, const char* code_expr,
+                                    const Status& status, StatusCode want);
+
+// Peak resident set size of this process in bytes (VmHWM), and a reset of that
+// peak (through /proc/self/clear_refs); returns false when it cannot reset.
+std::uint64_t peak_rss_bytes();
+bool reset_peak_rss();
+
+}  // namespace tandem::test
+
+// EXPECT_STATUS(expr, StatusCode::truncated), ASSERT_STATUS(...): exact status codes.
+#define EXPECT_STATUS(expr, code) EXPECT_PRED_FORMAT2(::tandem::test::StatusIs, expr, code)
+#define ASSERT_STATUS(expr, code) ASSERT_PRED_FORMAT2(::tandem::test::StatusIs, expr, code)
