@@ -1,0 +1,381 @@
+// Compressing and decompressing files; see cli_files.hpp.
+//
+// --rm removes an input only after its output was checked on disk:
+//   compress    the input is hashed (XXH3) as the codec consumes it; the
+//               written frame is read back, decompressed and hashed; the two
+//               must agree.
+//   decompress  the content is hashed as the codec produces it (after the
+//               library checked the frame's own checksums); the written file
+//               is read back and hashed; the two must agree.
+// The output is then fsync'ed and renamed, its directory fsync'ed, and only
+// then is the input unlinked.
+#include "cli/cli_files.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define XXH_INLINE_ALL  // header-only use: the command links no xxhash of its own
+#include <xxhash.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "cli/cli_output.hpp"
+#include "cli/cli_progress.hpp"
+
+namespace tandem::cli {
+
+namespace {
+
+constexpr std::string_view kSuffix = ".lz4";
+constexpr std::size_t kReadBack = 1u << 20;
+
+void report(const std::string& who, const std::string& message) {
+  std::fprintf(stderr, "tandem: %s: %s\n", who.c_str(), message.c_str());
+}
+
+// A running XXH3-64 of a byte stream and its length.
+class ContentHash {
+ public:
+  ContentHash() { XXH3_64bits_reset(&state_); }
+  void update(const void* data, std::size_t n) {
+    XXH3_64bits_update(&state_, data, n);
+    bytes_ += n;
+  }
+  std::uint64_t digest() const { return XXH3_64bits_digest(&state_); }
+  std::uint64_t bytes() const { return bytes_; }
+  bool operator==(const ContentHash& other) const {
+    return bytes_ == other.bytes_ && digest() == other.digest();
+  }
+
+ private:
+  XXH3_state_t state_;
+  std::uint64_t bytes_ = 0;
+};
+
+// A Source that hashes every byte the codec consumes from another source.
+class HashingSource final : public Source {
+ public:
+  explicit HashingSource(Source& inner) : inner_(inner) {}
+  Status ensure(std::size_t n, std::size_t* available) override {
+    const Status s = inner_.ensure(n, available);
+    available_ = s ? *available : 0;
+    return s;
+  }
+  const std::uint8_t* data() const override { return inner_.data(); }
+  void consume(std::size_t n) override {
+    n = std::min(n, available_);
+    hash_.update(inner_.data(), n);
+    available_ -= n;
+    inner_.consume(n);
+  }
+  std::uint64_t position() const override { return inner_.position(); }
+  std::int64_t size_hint() const override { return inner_.size_hint(); }
+  const ContentHash& hash() const { return hash_; }
+
+ private:
+  Source& inner_;
+  std::size_t available_ = 0;
+  ContentHash hash_;
+};
+
+// A Sink that hashes every byte committed to another sink.
+class HashingSink final : public Sink {
+ public:
+  explicit HashingSink(Sink& inner) : inner_(inner) {}
+  Status reserve(std::size_t n, std::uint8_t** room) override {
+    const Status s = inner_.reserve(n, room);
+    room_ = s ? *room : nullptr;
+    return s;
+  }
+  Status commit(std::size_t n) override {
+    if (n) hash_.update(room_, n);
+    room_ += n;
+    return inner_.commit(n);
+  }
+  Status flush() override { return inner_.flush(); }
+  std::uint64_t position() const override { return inner_.position(); }
+  const ContentHash& hash() const { return hash_; }
+
+ private:
+  Sink& inner_;
+  std::uint8_t* room_ = nullptr;
+  ContentHash hash_;
+};
+
+// A Sink that only hashes what it is given.
+class HashOnlySink final : public Sink {
+ public:
+  Status reserve(std::size_t n, std::uint8_t** room) override {
+    if (buffer_.size() < n) buffer_.resize(n);
+    *room = buffer_.data();
+    return {};
+  }
+  Status commit(std::size_t n) override {
+    hash_.update(buffer_.data(), n);
+    return {};
+  }
+  std::uint64_t position() const override { return hash_.bytes(); }
+  const ContentHash& hash() const { return hash_; }
+
+ private:
+  std::vector<std::uint8_t> buffer_;
+  ContentHash hash_;
+};
+
+// Closes a descriptor we opened.
+class FileDescriptor {
+ public:
+  explicit FileDescriptor(int fd) : fd_(fd) {}
+  ~FileDescriptor() {
+    if (fd_ > STDERR_FILENO) close(fd_);
+  }
+  FileDescriptor(const FileDescriptor&) = delete;
+  FileDescriptor& operator=(const FileDescriptor&) = delete;
+  int get() const { return fd_; }
+
+ private:
+  int fd_;
+};
+
+// Reads `fd` back from its start and decompresses it; true when that gives
+// exactly the content `expected` describes.
+bool verify_compressed(int fd, const ContentHash& expected, const FileOptions& options, std::string* error) {
+  if (lseek(fd, 0, SEEK_SET) != 0) {
+    *error = errno_message("cannot read it back");
+    return false;
+  }
+  auto source = fd_source(fd);
+  HashOnlySink check;
+  Lz4DecodeOptions decode;
+  decode.threads = options.threads;
+  decode.backend = options.backend;
+  decode.max_output = expected.bytes();
+  const Status s = lz4_decompress_stream(*source, check, decode);
+  if (!s) {
+    *error = "verification failed, the output does not decompress: " + s.to_string();
+    return false;
+  }
+  if (!(check.hash() == expected)) {
+    *error = "verification failed: the output does not decompress to the input";
+    return false;
+  }
+  return true;
+}
+
+// Reads `fd` back from its start; true when it holds the content `expected` describes.
+bool verify_written(int fd, const ContentHash& expected, std::string* error) {
+  if (lseek(fd, 0, SEEK_SET) != 0) {
+    *error = errno_message("cannot read it back");
+    return false;
+  }
+  std::vector<std::uint8_t> buffer(kReadBack);
+  ContentHash written;
+  for (;;) {
+    const ssize_t got = read(fd, buffer.data(), buffer.size());
+    if (got < 0) {
+      if (errno == EINTR) continue;
+      *error = errno_message("cannot read it back");
+      return false;
+    }
+    if (got == 0) break;
+    written.update(buffer.data(), static_cast<std::size_t>(got));
+  }
+  if (!(written == expected)) {
+    *error = "verification failed: the file on disk differs from what was written";
+    return false;
+  }
+  return true;
+}
+
+// The output path of `input`, or empty for stdout. False when there is none.
+bool pick_destination(const std::string& input, const FileOptions& options, std::string* destination,
+                      std::string* error) {
+  destination->clear();
+  if (options.to_stdout || options.output == "-" || (input == "-" && options.output.empty())) return true;
+  if (!options.output.empty()) {
+    *destination = options.output;
+  } else if (!options.decompress) {
+    *destination = input + std::string(kSuffix);
+  } else if (const std::string stem = input.substr(0, input.size() - std::min(input.size(), kSuffix.size()));
+             input.ends_with(kSuffix) && !stem.empty() && !stem.ends_with('/')) {
+    *destination = stem;
+  } else {
+    *error = "unknown suffix, expected .lz4 (use -o FILE or -c)";
+    return false;
+  }
+  return true;
+}
+
+void print_summary(const std::string& name, const std::string& destination, const FileOptions& options,
+                   const StreamStats& stats, double seconds) {
+  const std::uint64_t plain = options.decompress ? stats.bytes_out : stats.bytes_in;
+  const std::uint64_t packed = options.decompress ? stats.bytes_in : stats.bytes_out;
+  char ratio[32] = "-";
+  if (plain) std::snprintf(ratio, sizeof ratio, "%.2f%%", 100.0 * static_cast<double>(packed) / static_cast<double>(plain));
+  const double mbps = seconds > 0 ? static_cast<double>(plain) / seconds / 1e6 : 0.0;
+  std::fprintf(stderr, "%s -> %s: %llu -> %llu bytes (%s), %.1f MB/s\n", name.c_str(),
+               destination.empty() ? "stdout" : destination.c_str(),
+               static_cast<unsigned long long>(stats.bytes_in), static_cast<unsigned long long>(stats.bytes_out),
+               ratio, mbps);
+}
+
+// Compresses or decompresses one input. Reports its own errors.
+bool process_file(const std::string& input, const FileOptions& options) {
+  const bool from_stdin = input == "-";
+  const std::string name = from_stdin ? "stdin" : input;
+  std::string error;
+
+  const FileDescriptor in(from_stdin ? STDIN_FILENO : open(input.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY));
+  if (in.get() < 0) {
+    report(name, strerror(errno));
+    return false;
+  }
+  struct stat in_stat {};
+  if (fstat(in.get(), &in_stat) != 0) {
+    report(name, strerror(errno));
+    return false;
+  }
+  if (S_ISDIR(in_stat.st_mode)) {
+    report(name, "is a directory");
+    return false;
+  }
+  const bool regular_input = !from_stdin && S_ISREG(in_stat.st_mode);
+
+  std::string destination;
+  if (!pick_destination(input, options, &destination, &error)) {
+    report(name, error);
+    return false;
+  }
+  const bool to_stdout = destination.empty();
+  if (!to_stdout) {
+    struct stat out_stat {};
+    if (lstat(destination.c_str(), &out_stat) == 0) {
+      struct stat target {};
+      if (stat(destination.c_str(), &target) == 0 && target.st_dev == in_stat.st_dev &&
+          target.st_ino == in_stat.st_ino) {
+        report(name, "the input and the output " + destination + " are the same file");
+        return false;
+      }
+      if (!options.force) {
+        report(destination, "already exists (use -f to overwrite)");
+        return false;
+      }
+      if (S_ISDIR(out_stat.st_mode)) {
+        report(destination, "is a directory");
+        return false;
+      }
+    }
+  }
+
+  // Declared before the sinks so that they are destroyed, and flushed, first.
+  AtomicOutput output;
+  if (!to_stdout && !output.open(destination, &error)) {
+    report(destination, error);
+    return false;
+  }
+  const bool remove_input = options.remove_inputs && regular_input && !to_stdout;
+
+  auto file_source = fd_source(in.get());
+  auto file_sink = fd_sink(to_stdout ? STDOUT_FILENO : output.fd());
+  HashingSource hashing_source(*file_source);
+  HashingSink hashing_sink(*file_sink);
+  // Hash only when --rm will need it.
+  Source& source = remove_input && !options.decompress ? static_cast<Source&>(hashing_source) : *file_source;
+  Sink& sink = remove_input && options.decompress ? static_cast<Sink&>(hashing_sink) : *file_sink;
+
+  std::optional<ProgressBar> bar;
+  if (const std::int64_t total = file_source->size_hint(); progress_wanted(options.verbosity, total)) {
+    bar.emplace(name, total);
+  }
+  StreamStats stats;
+  Status status;
+  const auto start = std::chrono::steady_clock::now();
+  if (options.decompress) {
+    Lz4DecodeOptions decode;
+    decode.threads = options.threads;
+    decode.backend = options.backend;
+    if (bar) decode.progress = bar->callback();
+    status = lz4_decompress_stream(source, sink, decode, &stats);
+  } else {
+    Lz4FrameOptions frame = options.frame;
+    if (bar) frame.progress = bar->callback();
+    status = lz4_compress_stream(source, sink, frame, &stats);
+  }
+  if (status) status = sink.flush();
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (bar) bar->finish();
+  if (!status) {
+    report(name, status.to_string());
+    return false;
+  }
+
+  if (!to_stdout) {
+    if (remove_input) {
+      const bool verified = options.decompress
+                                ? verify_written(output.fd(), hashing_sink.hash(), &error)
+                                : verify_compressed(output.fd(), hashing_source.hash(), options, &error);
+      if (!verified) {
+        report(destination, error + "; " + name + " kept");
+        return false;
+      }
+    }
+    const bool metadata_ok = regular_input ? output.copy_metadata(in_stat, &error) : output.set_default_mode(&error);
+    if (!metadata_ok || (remove_input && !output.sync(&error)) || !output.commit(options.force, &error)) {
+      report(destination, error);
+      return false;
+    }
+  }
+  if (remove_input) {
+    sync_parent_directory(destination);
+    if (unlink(input.c_str()) != 0) {
+      report(name, errno_message("cannot remove the input"));
+      return false;
+    }
+  }
+  if (options.verbosity >= 2) print_summary(name, destination, options, stats, seconds);
+  return true;
+}
+
+}  // namespace
+
+int run_files(const FileOptions& requested) {
+  FileOptions options = requested;
+  Backend resolved = Backend::cpu;
+  if (const Status s = resolve_backend(Codec::lz4, options.backend, &resolved); !s) {
+    std::fprintf(stderr, "tandem: --backend %s: %s\n", backend_name(options.backend), s.to_string().c_str());
+    return 1;
+  }
+  options.backend = resolved;
+  options.frame.backend = resolved;
+
+  bool reads_stdin = false;
+  for (const auto& input : options.inputs) reads_stdin |= input == "-";
+  const bool writes_stdout = options.to_stdout || options.output == "-" || (reads_stdin && options.output.empty());
+  if (!options.force) {
+    if (writes_stdout && !options.decompress && isatty(STDOUT_FILENO)) {
+      std::fprintf(stderr, "tandem: stdout is a terminal; refusing to write compressed data to it (use -f to force)\n");
+      return 1;
+    }
+    if (reads_stdin && isatty(STDIN_FILENO)) {
+      std::fprintf(stderr, "tandem: stdin is a terminal; refusing to read %s from it (use -f to force)\n",
+                   options.decompress ? "compressed data" : "data to compress");
+      return 1;
+    }
+  }
+  if (options.remove_inputs && (options.to_stdout || options.output == "-") && options.verbosity > 0) {
+    std::fprintf(stderr, "tandem: warning: --rm ignored, inputs written to stdout are kept\n");
+  }
+
+  install_signal_cleanup();
+  bool all_ok = true;
+  for (const auto& input : options.inputs) all_ok &= process_file(input, options);
+  return all_ok ? 0 : 1;
+}
+
+}  // namespace tandem::cli

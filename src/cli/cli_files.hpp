@@ -1,0 +1,20 @@
+// `tandem compress` and `tandem decompress`: the files, one at a time.
+//
+// For each input: pick the destination (FILE.lz4, FILE without .lz4, -o, or
+// stdout), refuse an existing one without -f, stream the input through
+// lz4_compress_stream / lz4_decompress_stream into an AtomicOutput (bounded
+// memory; the output appears whole or not at all), copy the input's mode and
+// times, and with --rm verify the output before removing the input. A failed
+// file is reported as "tandem: <file>: <message>" and the next one is still
+// processed.
+#pragma once
+
+#include "cli/cli_args.hpp"
+
+namespace tandem::cli {
+
+// Processes every input of `options`. Returns the exit code: 0 when all
+// succeeded, 1 when anything failed.
+int run_files(const FileOptions& options);
+
+}  // namespace tandem::cli
