@@ -30,7 +30,8 @@ typedef enum tandem_status {
   TANDEM_TRUNCATED = 8,          /* the input ends before the format says it does */
   TANDEM_OUT_OF_MEMORY = 9,      /* an allocation failed */
   TANDEM_OUTPUT_LIMIT = 10,      /* the output would exceed the caller's size limit */
-  TANDEM_NO_DEVICE = 11          /* the GPU backend was requested but no usable GPU is present */
+  TANDEM_NO_DEVICE = 11,         /* the GPU backend was requested but no usable GPU is present */
+  TANDEM_STATUS_MAX_VALUE = 0x7FFFFFFF  /* not a status: makes any int a valid tandem_status */
 } tandem_status;
 
 typedef enum tandem_backend {
@@ -39,14 +40,15 @@ typedef enum tandem_backend {
   TANDEM_BACKEND_AUTO = 2
 } tandem_backend;
 
-/* A short, static, human-readable description of a status code. Never NULL. */
+/* A short, static, human-readable description of a status code; "unknown
+ * status" for values that are not codes. Never NULL. */
 const char* tandem_status_message(tandem_status status);
 
 /* The library version, "MAJOR.MINOR.PATCH". */
 const char* tandem_version(void);
 
 /* Upper bound of the compressed size of one LZ4 block of `input_size` bytes;
- * 0 when input_size is too large for one LZ4 block (over 2^31 - 2^24 bytes). */
+ * 0 when input_size is too large for one LZ4 block (over 0x7E000000 bytes). */
 size_t tandem_lz4_max_compressed_size(size_t input_size);
 
 /*

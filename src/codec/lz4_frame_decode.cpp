@@ -178,7 +178,7 @@ Status FrameDecoder::decode_one(const BlockRef& b, const std::uint8_t* base, std
   }
   if (b.raw) {
     if (b.size > capacity) return {StatusCode::output_too_small, "block does not fit"};
-    std::memcpy(dst, payload, b.size);
+    if (b.size) std::memcpy(dst, payload, b.size);
     if (!independent) linked_.remember(dst, b.size);
     *size = b.size;
     return {};
@@ -202,14 +202,17 @@ Status FrameDecoder::decode_batch(const std::vector<BlockRef>& blocks, std::size
     std::size_t room_size = start.back();
     if (independent && expected < room_size) room_size = static_cast<std::size_t>(expected);
     std::uint8_t* room = nullptr;
-    Status reserved = out_.reserve(room_size, &room);
+    // No room at all (a content size of 0 before blocks) goes the checked slow way.
+    Status reserved = room_size == 0 ? Status{StatusCode::output_too_small}
+                                     : out_.reserve(room_size, &room);
     std::vector<std::size_t> got(blocks.size(), 0);
     std::vector<Status> status(blocks.size());
     if (reserved) {
       const std::uint8_t* base = in_.data();
       auto one = [&](std::size_t i) {
-        const std::size_t cap = start[i] < room_size ? std::min(start[i + 1], room_size) - start[i] : 0;
-        status[i] = decode_one(blocks[i], base, room + start[i], cap, independent, &got[i]);
+        const bool inside = start[i] < room_size;
+        const std::size_t cap = inside ? std::min(start[i + 1], room_size) - start[i] : 0;
+        status[i] = decode_one(blocks[i], base, inside ? room + start[i] : room, cap, independent, &got[i]);
       };
       if (independent) {
         detail::parallel_for(blocks.size(), threads_, one);

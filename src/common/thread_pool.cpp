@@ -83,10 +83,13 @@ class Pool {
       std::lock_guard<std::mutex> lock(m_);
       queue_.erase(std::remove(queue_.begin(), queue_.end(), &job), queue_.end());
     }
-    std::unique_lock<std::mutex> lock(job.m);
-    job.cv.wait(lock, [&] { return job.finished.load(std::memory_order_acquire) == job.n; });
-    // Workers that joined may still be inside work() having claimed nothing;
-    // wait until they have left before the job goes out of scope.
+    {
+      std::unique_lock<std::mutex> lock(job.m);
+      job.cv.wait(lock, [&] { return job.finished.load(std::memory_order_acquire) == job.n; });
+    }
+    // Workers that joined may still be inside work(), one of them perhaps about
+    // to take job.m for its notify (so job.m must be free now); wait until they
+    // have all left before the job goes out of scope.
     std::unique_lock<std::mutex> pool_lock(m_);
     left_cv_.wait(pool_lock, [&] { return active_on(&job) == 0; });
     if (job.error) std::rethrow_exception(job.error);
