@@ -1,0 +1,89 @@
+// What `tandem bench` reports: one row per (input, engine, threads), one
+// comparison per input, printed as an aligned table and written as JSON.
+#pragma once
+
+#include <cstdint>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "bench/bench.hpp"
+
+namespace tandem::bench {
+
+// Seconds of the timed runs of one direction.
+struct Timing {
+  double median = 0;
+  double min = 0;
+  double max = 0;
+  int runs = 0;
+};
+
+struct Row {
+  std::string input;
+  std::string engine;
+  int threads = 1;
+  std::uint64_t size = 0;             // uncompressed bytes
+  std::uint64_t compressed_size = 0;  // bytes, framing included where the engine frames
+  Timing compress;
+  Timing decompress;
+
+  double ratio() const;               // size / compressed_size
+  double compress_rate() const;       // uncompressed bytes per second
+  double decompress_rate() const;     // uncompressed bytes per second
+};
+
+// Ratios between rows of one input; NaN where a row is missing (one thread only).
+struct Comparison {
+  std::string input;
+  int threads = 1;                             // the N of the N-thread rows
+  double tandem_compress_scaling = 0;          // tandem N-thread / 1-thread compress rate
+  double liblz4_compress_scaling = 0;          // liblz4 N-thread / 1-thread compress rate
+  double tandem_decode_vs_liblz4 = 0;          // tandem 1-thread decode / liblz4 1-thread raw decode
+  double tandem_xxh_decode_vs_liblz4 = 0;      // the same for tandem+xxh
+  std::uint64_t blocks = 0;                    // chunks (frame blocks) of the input
+  // The N-thread / 1-thread scaling these blocks allow when every byte costs
+  // the same: blocks handed out in order to whichever thread is free. Real
+  // blocks differ in cost, so a measurement may land above it.
+  double even_scaling = 0;
+};
+
+Comparison compare(const std::vector<Row>& rows, const std::string& input, int threads, std::uint64_t size,
+                   std::size_t chunk);
+
+// Aligned table on a stdio stream; inputs' names are known before measuring,
+// so the columns are sized once.
+class Table {
+ public:
+  Table(std::FILE* out, const std::vector<std::string>& input_names);
+  void header() const;
+  void row(const Row& row) const;
+  void comparison(const Comparison& comparison) const;
+
+ private:
+  std::FILE* out_;
+  int input_width_;
+};
+
+struct InputInfo {
+  std::string name;
+  std::uint64_t size = 0;
+  std::uint64_t xxh3 = 0;
+  std::vector<std::string> files;  // the files it holds, in order
+};
+
+struct RunInfo {
+  int threads = 1;                 // the N of the N-thread rows
+  std::string backend;             // the backend measured ("cpu")
+  std::string date;                // UTC ISO 8601
+};
+
+// Writes everything as JSON to `path`; false with a message on stderr when it cannot.
+bool write_json(const std::string& path, const BenchConfig& config, const RunInfo& run,
+                const std::vector<InputInfo>& inputs, const std::vector<Row>& rows,
+                const std::vector<Comparison>& comparisons);
+
+// "2025-01-31T12:00:00Z"
+std::string utc_now_iso8601();
+
+}  // namespace tandem::bench
