@@ -34,7 +34,7 @@ test: deps
 	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS) --timeout 1800
 
 bench: build
-	scripts/bench-corpus
+	TANDEM_BUILD=$(BUILD) scripts/bench-corpus
 
 fuzz: deps
 	scripts/fuzz

@@ -1,7 +1,7 @@
 // LZ4 frame reader: LZ4 frames, legacy frames and skippable frames, in any
 // order, from a Source to a Sink, treating every byte of input as hostile.
 //
-// A batch is a run of up to `batch_blocks` blocks whose words have been read
+// A batch is a run of up to batch_items() blocks whose words have been read
 // and checked (size within the frame's block maximum, all bytes present).
 // Independent blocks of a batch decode in parallel straight into room
 // reserved in the sink: block i gets a slot as large as it may decode to, and
@@ -40,7 +40,7 @@ class FrameDecoder {
  public:
   FrameDecoder(Source& in, Sink& out, const Lz4DecodeOptions& o)
       : in_(in), out_(out), o_(o), threads_(detail::effective_threads(o.threads)),
-        batch_blocks_(static_cast<std::size_t>(std::max(2, 2 * threads_))) {}
+        legacy_batch_(detail::batch_items(threads_, lz4f::kLegacyBlockSize)) {}
 
   Status run(StreamStats* stats);
 
@@ -48,9 +48,10 @@ class FrameDecoder {
   Status decode_frame();
   Status decode_legacy();
   Status skip_frame();
-  // Reads the block words of up to batch_blocks_ blocks; *end is set when the
-  // end mark was read. Nothing is consumed.
-  Status scan_blocks(const lz4f::FrameHeader& h, std::vector<BlockRef>* blocks, std::size_t* scanned, bool* end);
+  // Reads the block words of up to `batch` blocks; *end is set when the end
+  // mark was read. Nothing is consumed.
+  Status scan_blocks(const lz4f::FrameHeader& h, std::size_t batch, std::vector<BlockRef>* blocks,
+                     std::size_t* scanned, bool* end);
   Status scan_legacy_blocks(std::vector<BlockRef>* blocks, std::size_t* scanned);
   // Decodes a scanned batch into the sink and consumes its input.
   // `expected` bounds what the batch may decode to when the frame states its
@@ -75,7 +76,7 @@ class FrameDecoder {
   Sink& out_;
   const Lz4DecodeOptions& o_;
   const int threads_;
-  const std::size_t batch_blocks_;
+  const std::size_t legacy_batch_;
   std::uint64_t start_out_ = 0;
   std::uint64_t frames_ = 0;
   cpu::Lz4LinkedDecompressor linked_;
@@ -135,13 +136,13 @@ Status FrameDecoder::skip_frame() {
   return {};
 }
 
-Status FrameDecoder::scan_blocks(const lz4f::FrameHeader& h, std::vector<BlockRef>* blocks, std::size_t* scanned,
-                                 bool* end) {
+Status FrameDecoder::scan_blocks(const lz4f::FrameHeader& h, std::size_t batch, std::vector<BlockRef>* blocks,
+                                 std::size_t* scanned, bool* end) {
   blocks->clear();
   *end = false;
   std::size_t off = 0, avail = 0;
   const std::size_t checksum_size = h.block_checksum ? 4 : 0;
-  while (blocks->size() < batch_blocks_) {
+  while (blocks->size() < batch) {
     if (Status s = in_.ensure(off + 4, &avail); !s) return s;
     if (avail < off + 4) return {StatusCode::truncated, "input ends inside a block header"};
     const std::uint32_t word = read_le32(in_.data() + off);
@@ -290,10 +291,11 @@ Status FrameDecoder::decode_frame() {
   XXH32_state_t* content_hash = (h.content_checksum && o_.verify_checksums) ? &xxh : nullptr;
   std::uint64_t produced = 0;
   std::vector<BlockRef> blocks;
-  blocks.reserve(batch_blocks_);
+  const std::size_t batch = detail::batch_items(threads_, h.block_max);
+  blocks.reserve(batch);
   for (bool end = false; !end;) {
     std::size_t scanned = 0;
-    if (Status s = scan_blocks(h, &blocks, &scanned, &end); !s) return s;
+    if (Status s = scan_blocks(h, batch, &blocks, &scanned, &end); !s) return s;
     const std::uint64_t expected = h.has_content_size ? h.content_size - produced : UINT64_MAX;
     if (Status s = decode_batch(blocks, h.block_max, scanned, h.independent_blocks, expected, content_hash, &produced);
         !s) {
@@ -322,7 +324,7 @@ Status FrameDecoder::scan_legacy_blocks(std::vector<BlockRef>* blocks, std::size
   blocks->clear();
   std::size_t off = 0, avail = 0;
   const std::size_t max_payload = cpu::lz4_block_bound(lz4f::kLegacyBlockSize);
-  while (blocks->size() < batch_blocks_) {
+  while (blocks->size() < legacy_batch_) {
     if (Status s = in_.ensure(off + 4, &avail); !s) return s;
     if (avail == off) break;  // the end of the input ends the frame
     if (avail < off + 4) return {StatusCode::truncated, "input ends inside a block header"};
@@ -350,7 +352,7 @@ Status FrameDecoder::decode_legacy() {
     std::size_t scanned = 0;
     if (Status s = scan_legacy_blocks(&blocks, &scanned); !s) return s;
     if (blocks.empty()) break;
-    const bool full_batch = blocks.size() == batch_blocks_;
+    const bool full_batch = blocks.size() == legacy_batch_;
     if (Status s = decode_batch(blocks, lz4f::kLegacyBlockSize, scanned, true, UINT64_MAX, nullptr, &produced); !s) {
       return s;
     }

@@ -1,7 +1,7 @@
 // LZ4 frame writer: the frame format of lz4_frame_format.hpp around blocks
 // compressed by liblz4, in batches of a few blocks per thread.
 //
-// Each batch takes up to `batch_blocks` blocks of input straight from the
+// Each batch takes up to batch_items() blocks of input straight from the
 // source (no copy for memory sources) and reserves room in the sink for the
 // worst case: every block stored raw (a block never grows; when LZ4 cannot
 // make it smaller it is stored as is). Block i is compressed into slot i of
@@ -30,8 +30,6 @@ using lz4f::write_le32;
 // A block's slot: word, payload (at most the block itself), block checksum.
 constexpr std::size_t kSlotOverhead = 8;
 
-int batch_blocks_for(int threads) { return std::max(2, 2 * threads); }
-
 // Writes the block at `in` (n bytes) into `slot` as a frame block: word,
 // payload (compressed, or raw when compression does not shrink it) and, when
 // asked, its checksum. Returns the bytes used.
@@ -59,7 +57,7 @@ std::size_t emit_block(const std::uint8_t* in, std::size_t n, std::uint8_t* slot
 Status compress_legacy(Source& in, Sink& out, const Lz4FrameOptions& o, int threads, StreamStats* stats) {
   const std::size_t block = lz4f::kLegacyBlockSize;
   const std::size_t bound = cpu::lz4_block_bound(block);
-  const std::size_t batch = static_cast<std::size_t>(batch_blocks_for(threads));
+  const std::size_t batch = detail::batch_items(threads, block);
   std::uint8_t magic[4];
   write_le32(magic, lz4f::kLegacyMagic);
   if (Status s = out.write(magic, 4); !s) return s;
@@ -142,7 +140,7 @@ Status lz4_compress_stream(Source& in, Sink& out, const Lz4FrameOptions& o, Stre
 
   const std::size_t block = o.block_size;
   const std::size_t slot = block + kSlotOverhead;
-  const std::size_t batch = static_cast<std::size_t>(batch_blocks_for(threads));
+  const std::size_t batch = detail::batch_items(threads, block);
   std::vector<std::size_t> used(batch);
   XXH32_state_t xxh;
   XXH32_reset(&xxh, 0);

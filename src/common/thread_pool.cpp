@@ -152,6 +152,13 @@ int effective_threads(int requested) {
   return std::min(requested, kMaxThreads);
 }
 
+std::size_t batch_items(int threads, std::size_t item_size) {
+  constexpr std::size_t kBatchBytes = 64u << 20;
+  const std::size_t per_threads = 2 * static_cast<std::size_t>(effective_threads(threads));
+  const std::size_t per_bytes = item_size ? kBatchBytes / item_size : 1;
+  return std::max<std::size_t>(std::max(per_threads, per_bytes), 1);
+}
+
 void parallel_for(std::size_t n, int max_threads, const std::function<void(std::size_t)>& fn) {
   if (n == 0) return;
   int threads = effective_threads(max_threads);

@@ -18,4 +18,9 @@ int effective_threads(int requested);
 
 void parallel_for(std::size_t n, int max_threads, const std::function<void(std::size_t)>& fn);
 
+// Items of `item_size` bytes that a streaming codec should take per batch:
+// at least two per thread, and about 64 MiB in all, so that the wait at the end
+// of each batch (for its slowest item) is rare while memory stays bounded.
+std::size_t batch_items(int threads, std::size_t item_size);
+
 }  // namespace tandem::detail
