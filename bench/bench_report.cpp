@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <ctime>
 #include <fstream>
 #include <limits>
@@ -168,7 +169,6 @@ bool write_json(const std::string& path, const BenchConfig& config, const RunInf
       {"level", config.level},
       {"min_seconds", config.min_seconds},
       {"min_runs", config.min_runs},
-      {"paths", config.paths},
   };
   doc["units"] = {
       {"size", "bytes"},
@@ -179,7 +179,10 @@ bool write_json(const std::string& path, const BenchConfig& config, const RunInf
   for (const InputInfo& in : inputs) {
     char hash[17];
     std::snprintf(hash, sizeof hash, "%016llx", static_cast<unsigned long long>(in.xxh3));
-    jinputs.push_back({{"name", in.name}, {"size", in.size}, {"xxh3_64", hash}, {"files", in.files}});
+    // File names only: a result file must not depend on where the corpus lay.
+    std::vector<std::string> files;
+    for (const std::string& f : in.files) files.push_back(std::filesystem::path(f).filename().string());
+    jinputs.push_back({{"name", in.name}, {"size", in.size}, {"xxh3_64", hash}, {"files", files}});
   }
   json& jrows = doc["rows"] = json::array();
   for (const Row& r : rows) {
