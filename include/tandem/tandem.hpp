@@ -224,9 +224,9 @@ bool lz4_valid_block_size(std::size_t block_size);
 std::size_t lz4_frame_max_compressed_size(std::size_t input_size, const Lz4FrameOptions& options = {});
 
 // Compresses everything `in` yields into one frame written to `out`. Work goes
-// in batches of blocks (about 64 MiB, or two blocks per thread if that is
-// more), which bounds memory whatever the input's size. Independent blocks are
-// compressed in parallel.
+// in batches of two blocks per thread, so memory stays bounded whatever the
+// input's size (batches grow to about 64 MiB when the input is already in
+// memory). Independent blocks are compressed in parallel.
 Status lz4_compress_stream(Source& in, Sink& out, const Lz4FrameOptions& options = {},
                            StreamStats* stats = nullptr);
 

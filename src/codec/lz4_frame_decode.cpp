@@ -1,7 +1,7 @@
 // LZ4 frame reader: LZ4 frames, legacy frames and skippable frames, in any
 // order, from a Source to a Sink, treating every byte of input as hostile.
 //
-// A batch is a run of up to batch_items() blocks whose words have been read
+// A batch is a run of a few blocks per thread (more when already in memory) whose words have been read
 // and checked (size within the frame's block maximum, all bytes present).
 // Independent blocks of a batch decode in parallel straight into room
 // reserved in the sink: block i gets a slot as large as it may decode to, and
@@ -14,7 +14,10 @@
 #include <xxhash.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
+#include <memory>
+#include <thread>
 #include <vector>
 
 #include "common/thread_pool.hpp"
@@ -40,7 +43,7 @@ class FrameDecoder {
  public:
   FrameDecoder(Source& in, Sink& out, const Lz4DecodeOptions& o)
       : in_(in), out_(out), o_(o), threads_(detail::effective_threads(o.threads)),
-        legacy_batch_(detail::batch_items(threads_, lz4f::kLegacyBlockSize)) {}
+        legacy_batch_(detail::batch_items(threads_)) {}
 
   Status run(StreamStats* stats);
 
@@ -48,16 +51,19 @@ class FrameDecoder {
   Status decode_frame();
   Status decode_legacy();
   Status skip_frame();
-  // Reads the block words of up to `batch` blocks; *end is set when the end
-  // mark was read. Nothing is consumed.
-  Status scan_blocks(const lz4f::FrameHeader& h, std::size_t batch, std::vector<BlockRef>* blocks,
-                     std::size_t* scanned, bool* end);
+  // Reads the block words of `batch` blocks, and of more up to `max_batch`
+  // while their bytes are already in memory; *end is set when the end mark
+  // was read. Nothing is consumed.
+  Status scan_blocks(const lz4f::FrameHeader& h, std::size_t batch, std::size_t max_batch,
+                     std::vector<BlockRef>* blocks, std::size_t* scanned, bool* end);
   Status scan_legacy_blocks(std::vector<BlockRef>* blocks, std::size_t* scanned);
   // Decodes a scanned batch into the sink and consumes its input.
   // `expected` bounds what the batch may decode to when the frame states its
   // content size (UINT64_MAX otherwise).
   Status decode_batch(const std::vector<BlockRef>& blocks, std::size_t block_max, std::size_t scanned,
                       bool independent, std::uint64_t expected, XXH32_state_t* xxh, std::uint64_t* produced);
+  template <class DecodeFn, class HashFn>
+  void hash_while_decoding(std::size_t n, DecodeFn&& decode, const std::vector<Status>& status, HashFn&& hash);
   Status decode_batch_slow(const std::vector<BlockRef>& blocks, std::size_t block_max, bool independent,
                            XXH32_state_t* xxh, std::uint64_t* produced);
   Status decode_one(const BlockRef& b, const std::uint8_t* base, std::uint8_t* dst, std::size_t capacity,
@@ -136,18 +142,20 @@ Status FrameDecoder::skip_frame() {
   return {};
 }
 
-Status FrameDecoder::scan_blocks(const lz4f::FrameHeader& h, std::size_t batch, std::vector<BlockRef>* blocks,
-                                 std::size_t* scanned, bool* end) {
+Status FrameDecoder::scan_blocks(const lz4f::FrameHeader& h, std::size_t batch, std::size_t max_batch,
+                                 std::vector<BlockRef>* blocks, std::size_t* scanned, bool* end) {
   blocks->clear();
   *end = false;
   std::size_t off = 0, avail = 0;
   const std::size_t checksum_size = h.block_checksum ? 4 : 0;
-  while (blocks->size() < batch) {
+  while (blocks->size() < max_batch) {
+    const bool extra = blocks->size() >= batch;  // only if no read is needed
+    if (extra && avail < off + 4) break;
     if (Status s = in_.ensure(off + 4, &avail); !s) return s;
     if (avail < off + 4) return {StatusCode::truncated, "input ends inside a block header"};
     const std::uint32_t word = read_le32(in_.data() + off);
-    off += 4;
     if (word == 0) {
+      off += 4;
       *end = true;
       break;
     }
@@ -157,6 +165,8 @@ Status FrameDecoder::scan_blocks(const lz4f::FrameHeader& h, std::size_t batch, 
     if (b.size > lz4f::max_block_payload(h.block_max)) {
       return {StatusCode::bad_data, "block size exceeds the frame's block maximum"};
     }
+    if (extra && avail < off + 4 + b.size + checksum_size) break;
+    off += 4;
     if (Status s = in_.ensure(off + b.size + checksum_size, &avail); !s) return s;
     if (avail < off + b.size + checksum_size) return {StatusCode::truncated, "input ends inside a block"};
     b.offset = off;
@@ -188,6 +198,45 @@ Status FrameDecoder::decode_one(const BlockRef& b, const std::uint8_t* base, std
   return cpu::lz4_decompress_block(payload, b.size, dst, capacity, size);
 }
 
+// Runs decode(i) for every block on the pool and hash(i) for every decoded
+// block in order, so that the content checksum (sequential by nature) overlaps
+// with decoding instead of following it. Task 0 is the hasher: it hashes the
+// next block once it is decoded and, while it waits, decodes free blocks
+// itself; tasks 1..n each decode one block unless someone took it first.
+// Hashing stops at the first failed block (the batch fails then anyway).
+template <class DecodeFn, class HashFn>
+void FrameDecoder::hash_while_decoding(std::size_t n, DecodeFn&& decode, const std::vector<Status>& status,
+                                       HashFn&& hash) {
+  enum : int { kFree = 0, kTaken = 1, kDone = 2 };
+  std::unique_ptr<std::atomic<int>[]> state(new std::atomic<int>[n]);
+  for (std::size_t i = 0; i < n; ++i) state[i].store(kFree, std::memory_order_relaxed);
+  auto take = [&](std::size_t i) {
+    int expected = kFree;
+    if (!state[i].compare_exchange_strong(expected, kTaken, std::memory_order_acq_rel)) return false;
+    decode(i);
+    state[i].store(kDone, std::memory_order_release);
+    return true;
+  };
+  detail::parallel_for(n + 1, threads_, [&](std::size_t t) {
+    if (t > 0) {
+      take(t - 1);
+      return;
+    }
+    std::size_t free_hint = 0;
+    for (std::size_t next = 0; next < n;) {
+      if (state[next].load(std::memory_order_acquire) == kDone) {
+        if (!status[next]) return;
+        hash(next++);
+        continue;
+      }
+      // Not decoded yet: decode a free block meanwhile, or yield if none is left.
+      bool worked = false;
+      for (free_hint = std::max(free_hint, next); free_hint < n && !worked; ++free_hint) worked = take(free_hint);
+      if (!worked) std::this_thread::yield();
+    }
+  });
+}
+
 Status FrameDecoder::decode_batch(const std::vector<BlockRef>& blocks, std::size_t block_max, std::size_t scanned,
                                   bool independent, std::uint64_t expected, XXH32_state_t* xxh,
                                   std::uint64_t* produced) {
@@ -208,6 +257,8 @@ Status FrameDecoder::decode_batch(const std::vector<BlockRef>& blocks, std::size
                                      : out_.reserve(room_size, &room);
     std::vector<std::size_t> got(blocks.size(), 0);
     std::vector<Status> status(blocks.size());
+    XXH32_state_t xxh_before;
+    if (xxh) xxh_before = *xxh;
     if (reserved) {
       const std::uint8_t* base = in_.data();
       auto one = [&](std::size_t i) {
@@ -215,7 +266,11 @@ Status FrameDecoder::decode_batch(const std::vector<BlockRef>& blocks, std::size
         const std::size_t cap = inside ? std::min(start[i + 1], room_size) - start[i] : 0;
         status[i] = decode_one(blocks[i], base, inside ? room + start[i] : room, cap, independent, &got[i]);
       };
-      if (independent) {
+      if (independent && xxh) {
+        hash_while_decoding(blocks.size(), one, status, [&](std::size_t i) {
+          XXH32_update(xxh, room + start[i], got[i]);
+        });
+      } else if (independent) {
         detail::parallel_for(blocks.size(), threads_, one);
       } else {
         for (std::size_t i = 0; i < blocks.size(); ++i) {
@@ -236,6 +291,7 @@ Status FrameDecoder::decode_batch(const std::vector<BlockRef>& blocks, std::size
       }
     }
     if (reserved.code == StatusCode::output_too_small) {
+      if (xxh) *xxh = xxh_before;  // forget what the fast attempt hashed
       if (Status s = decode_batch_slow(blocks, block_max, independent, xxh, produced); !s) return s;
       in_.consume(scanned);
       progress();
@@ -248,7 +304,7 @@ Status FrameDecoder::decode_batch(const std::vector<BlockRef>& blocks, std::size
       total += got[i];
     }
     if (Status s = check_limit(total); !s) return s;
-    if (xxh) XXH32_update(xxh, room, total);
+    if (xxh && !independent) XXH32_update(xxh, room, total);
     if (Status s = out_.commit(total); !s) return s;
     *produced += total;
   }
@@ -291,11 +347,11 @@ Status FrameDecoder::decode_frame() {
   XXH32_state_t* content_hash = (h.content_checksum && o_.verify_checksums) ? &xxh : nullptr;
   std::uint64_t produced = 0;
   std::vector<BlockRef> blocks;
-  const std::size_t batch = detail::batch_items(threads_, h.block_max);
-  blocks.reserve(batch);
+  const std::size_t batch = detail::batch_items(threads_);
+  const std::size_t max_batch = detail::max_batch_items(threads_, h.block_max);
   for (bool end = false; !end;) {
     std::size_t scanned = 0;
-    if (Status s = scan_blocks(h, batch, &blocks, &scanned, &end); !s) return s;
+    if (Status s = scan_blocks(h, batch, max_batch, &blocks, &scanned, &end); !s) return s;
     const std::uint64_t expected = h.has_content_size ? h.content_size - produced : UINT64_MAX;
     if (Status s = decode_batch(blocks, h.block_max, scanned, h.independent_blocks, expected, content_hash, &produced);
         !s) {

@@ -1,7 +1,8 @@
 // LZ4 frame writer: the frame format of lz4_frame_format.hpp around blocks
 // compressed by liblz4, in batches of a few blocks per thread.
 //
-// Each batch takes up to batch_items() blocks of input straight from the
+// Each batch takes a few blocks per thread of input (more when the input is
+// already in memory) straight from the
 // source (no copy for memory sources) and reserves room in the sink for the
 // worst case: every block stored raw (a block never grows; when LZ4 cannot
 // make it smaller it is stored as is). Block i is compressed into slot i of
@@ -57,7 +58,7 @@ std::size_t emit_block(const std::uint8_t* in, std::size_t n, std::uint8_t* slot
 Status compress_legacy(Source& in, Sink& out, const Lz4FrameOptions& o, int threads, StreamStats* stats) {
   const std::size_t block = lz4f::kLegacyBlockSize;
   const std::size_t bound = cpu::lz4_block_bound(block);
-  const std::size_t batch = detail::batch_items(threads, block);
+  const std::size_t batch = detail::batch_items(threads);
   std::uint8_t magic[4];
   write_le32(magic, lz4f::kLegacyMagic);
   if (Status s = out.write(magic, 4); !s) return s;
@@ -140,8 +141,9 @@ Status lz4_compress_stream(Source& in, Sink& out, const Lz4FrameOptions& o, Stre
 
   const std::size_t block = o.block_size;
   const std::size_t slot = block + kSlotOverhead;
-  const std::size_t batch = detail::batch_items(threads, block);
-  std::vector<std::size_t> used(batch);
+  const std::size_t batch = detail::batch_items(threads);
+  const std::size_t max_batch = detail::max_batch_items(threads, block);
+  std::vector<std::size_t> used(max_batch);
   XXH32_state_t xxh;
   XXH32_reset(&xxh, 0);
   std::unique_ptr<cpu::Lz4LinkedCompressor> linked;
@@ -158,7 +160,9 @@ Status lz4_compress_stream(Source& in, Sink& out, const Lz4FrameOptions& o, Stre
   for (;;) {
     std::size_t avail = 0;
     if (Status s = in.ensure(batch * block, &avail); !s) return s;
-    const std::size_t n = std::min(avail, batch * block);
+    // Less than asked for: the end of the input. More: already in memory,
+    // take up to max_batch whole blocks of it.
+    const std::size_t n = avail < batch * block ? avail : std::min(avail / block, max_batch) * block;
     if (n == 0) break;
     const std::size_t nb = (n + block - 1) / block;
     // Every slot but the last holds a full block: the room is exactly the worst case.

@@ -152,11 +152,11 @@ int effective_threads(int requested) {
   return std::min(requested, kMaxThreads);
 }
 
-std::size_t batch_items(int threads, std::size_t item_size) {
-  constexpr std::size_t kBatchBytes = 64u << 20;
-  const std::size_t per_threads = 2 * static_cast<std::size_t>(effective_threads(threads));
-  const std::size_t per_bytes = item_size ? kBatchBytes / item_size : 1;
-  return std::max<std::size_t>(std::max(per_threads, per_bytes), 1);
+std::size_t batch_items(int threads) { return 2 * static_cast<std::size_t>(effective_threads(threads)); }
+
+std::size_t max_batch_items(int threads, std::size_t item_size) {
+  constexpr std::size_t kMaxBatchBytes = 64u << 20;
+  return std::max(batch_items(threads), item_size ? kMaxBatchBytes / item_size : 1);
 }
 
 void parallel_for(std::size_t n, int max_threads, const std::function<void(std::size_t)>& fn) {

@@ -18,9 +18,12 @@ int effective_threads(int requested);
 
 void parallel_for(std::size_t n, int max_threads, const std::function<void(std::size_t)>& fn);
 
-// Items of `item_size` bytes that a streaming codec should take per batch:
-// at least two per thread, and about 64 MiB in all, so that the wait at the end
-// of each batch (for its slowest item) is rare while memory stays bounded.
-std::size_t batch_items(int threads, std::size_t item_size);
+// Batches of a streaming codec. A batch ends with a wait for its slowest
+// item, so larger batches keep threads busier, but a batch read from a stream
+// is held in memory. Hence: `batch_items` items per batch when they must be
+// read (two per thread), and up to `max_batch_items` (about 64 MiB) when the
+// input is already in memory anyway.
+std::size_t batch_items(int threads);
+std::size_t max_batch_items(int threads, std::size_t item_size);
 
 }  // namespace tandem::detail
