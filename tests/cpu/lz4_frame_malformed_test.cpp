@@ -28,6 +28,7 @@ using tandem::MutableBuffer;
 using tandem::Status;
 using tandem::StatusCode;
 using tandem::test::Bytes;
+using tandem::test::StingySource;
 namespace lz4f = tandem::lz4f;
 
 // ------------------------------------------------------------ builders ----
@@ -162,37 +163,6 @@ Bytes small_frame() {
 
 // ------------------------------------------------------------- decoding ----
 
-// Hands out exactly the bytes asked for, each time in a fresh allocation of
-// exactly that size, so that a decoder reading past what it ensured, or
-// through a pointer from before the last ensure(), trips ASan.
-class StingySource final : public tandem::Source {
- public:
-  explicit StingySource(const Bytes& in) : in_(in) {}
-  Status ensure(std::size_t n, std::size_t* available) override {
-    const std::size_t left = in_.size() - pos_;
-    const std::size_t k = std::min(n, left);
-    window_ = std::make_unique<std::uint8_t[]>(std::max<std::size_t>(k, 1));
-    if (k) std::memcpy(window_.get(), in_.data() + pos_, k);
-    size_ = k;
-    off_ = 0;
-    *available = k;
-    return {};
-  }
-  const std::uint8_t* data() const override { return window_.get() + off_; }
-  void consume(std::size_t n) override {
-    EXPECT_LE(off_ + n, size_) << "consume past what ensure() made available";
-    n = std::min(n, size_ - off_);
-    off_ += n;
-    pos_ += n;
-  }
-  std::uint64_t position() const override { return pos_; }
-
- private:
-  const Bytes& in_;
-  std::unique_ptr<std::uint8_t[]> window_;
-  std::size_t size_ = 0, off_ = 0, pos_ = 0;
-};
-
 struct Decoded {
   Status status;
   Bytes out;
@@ -220,6 +190,7 @@ Decoded decode(const Bytes& in, Lz4DecodeOptions o = cpu_options(), bool* agree 
   auto sink = tandem::vector_sink(&streamed);
   const Status c = tandem::lz4_decompress_stream(src, *sink, o);
   sink.reset();  // a vector_sink may keep reserved room in the vector while it lives
+  EXPECT_EQ(src.violations, 0) << "consume past what ensure() made available";
 
   bool same = true;
   // Within the buffer's capacity the buffer variant must say the same thing,

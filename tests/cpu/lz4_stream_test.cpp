@@ -23,43 +23,12 @@ using tandem::MutableBuffer;
 using tandem::Status;
 using tandem::StatusCode;
 using tandem::test::Bytes;
+using tandem::test::StingySource;
 namespace lz4f = tandem::lz4f;
 
 ConstBuffer cb(const Bytes& b) { return {b.data(), b.size()}; }
 
 // ------------------------------------------------------ strict test streams ----
-
-// Gives exactly what ensure() asks for, in a fresh allocation each time, and
-// checks consume() against it.
-class StingySource final : public tandem::Source {
- public:
-  explicit StingySource(const Bytes& in, std::int64_t hint = -1) : in_(in), hint_(hint) {}
-  Status ensure(std::size_t n, std::size_t* available) override {
-    const std::size_t k = std::min(n, in_.size() - pos_);
-    window_ = std::make_unique<std::uint8_t[]>(std::max<std::size_t>(k, 1));
-    if (k) std::memcpy(window_.get(), in_.data() + pos_, k);
-    size_ = k;
-    off_ = 0;
-    *available = k;
-    return {};
-  }
-  const std::uint8_t* data() const override { return window_.get() + off_; }
-  void consume(std::size_t n) override {
-    if (off_ + n > size_) violations++;
-    n = std::min(n, size_ - off_);
-    off_ += n;
-    pos_ += n;
-  }
-  std::uint64_t position() const override { return pos_; }
-  std::int64_t size_hint() const override { return hint_; }
-  int violations = 0;
-
- private:
-  const Bytes& in_;
-  std::int64_t hint_;
-  std::unique_ptr<std::uint8_t[]> window_;
-  std::size_t size_ = 0, off_ = 0, pos_ = 0;
-};
 
 // Gives exactly the room reserve() asks for, in a fresh allocation, and
 // checks commit() against it.

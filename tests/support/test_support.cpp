@@ -7,6 +7,7 @@
 #include <array>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <mutex>
 #include <random>
@@ -165,6 +166,24 @@ bool reset_peak_rss() {
   f << "5";
   f.flush();
   return static_cast<bool>(f);
+}
+
+
+tandem::Status StingySource::ensure(std::size_t n, std::size_t* available) {
+  const std::size_t k = std::min(n, in_.size() - pos_);
+  window_ = std::make_unique<std::uint8_t[]>(std::max<std::size_t>(k, 1));
+  if (k) std::memcpy(window_.get(), in_.data() + pos_, k);
+  size_ = k;
+  off_ = 0;
+  *available = k;
+  return {};
+}
+
+void StingySource::consume(std::size_t n) {
+  if (off_ + n > size_) violations++;
+  n = std::min(n, size_ - off_);
+  off_ += n;
+  pos_ += n;
 }
 
 }  // namespace tandem::test

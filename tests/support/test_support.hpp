@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -64,6 +65,28 @@ std::vector<std::string> silesia_names();
 // peak (through /proc/self/clear_refs); returns false when it cannot reset.
 std::uint64_t peak_rss_bytes();
 bool reset_peak_rss();
+
+
+// A Source that hands out exactly the bytes ensure() asks for, each time in a
+// fresh allocation of exactly that size, so that a decoder reading past what
+// it ensured, or through a pointer from before the last ensure(), trips ASan.
+// consume() beyond what was made available counts in `violations`.
+class StingySource final : public tandem::Source {
+ public:
+  explicit StingySource(const Bytes& in, std::int64_t hint = -1) : in_(in), hint_(hint) {}
+  tandem::Status ensure(std::size_t n, std::size_t* available) override;
+  const std::uint8_t* data() const override { return window_.get() + off_; }
+  void consume(std::size_t n) override;
+  std::uint64_t position() const override { return pos_; }
+  std::int64_t size_hint() const override { return hint_; }
+  int violations = 0;
+
+ private:
+  const Bytes& in_;
+  std::int64_t hint_;
+  std::unique_ptr<std::uint8_t[]> window_;
+  std::size_t size_ = 0, off_ = 0, pos_ = 0;
+};
 
 }  // namespace tandem::test
 
