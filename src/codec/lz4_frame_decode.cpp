@@ -1,8 +1,9 @@
 // LZ4 frame reader: LZ4 frames, legacy frames and skippable frames, in any
 // order, from a Source to a Sink, treating every byte of input as hostile.
 //
-// A batch is a run of a few blocks per thread (more when already in memory) whose words have been read
-// and checked (size within the frame's block maximum, all bytes present).
+// A batch is a run of blocks (a few per thread, more when the input is
+// already in memory) whose words have been read and checked (size within the
+// frame's block maximum, all bytes present).
 // Independent blocks of a batch decode in parallel straight into room
 // reserved in the sink: block i gets a slot as large as it may decode to, and
 // after decoding the blocks are packed to the front and committed. When the

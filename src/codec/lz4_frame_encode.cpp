@@ -2,11 +2,11 @@
 // compressed by liblz4, in batches of a few blocks per thread.
 //
 // Each batch takes a few blocks per thread of input (more when the input is
-// already in memory) straight from the
-// source (no copy for memory sources) and reserves room in the sink for the
-// worst case: every block stored raw (a block never grows; when LZ4 cannot
-// make it smaller it is stored as is). Block i is compressed into slot i of
-// that room, then the slots are packed to the front and committed. The content
+// already in memory) straight from the source (no copy for memory sources)
+// and reserves room in the sink for the worst case: every block stored raw
+// (a block never grows; when LZ4 cannot make it smaller it is stored as is).
+// Block i is compressed into slot i of that room, then the slots are packed
+// to the front and committed. The content
 // checksum runs as one more task beside the block tasks of the same batch.
 // Linked blocks compress one after another in a single task, since each one
 // may refer to the one before.

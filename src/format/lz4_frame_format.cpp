@@ -43,16 +43,16 @@ Status parse_frame_header(const std::uint8_t* p, std::size_t size, FrameHeader* 
   if (size < 4) return need(kMinHeaderSize);
   if (read_le32(p) != kFrameMagic) return {StatusCode::bad_data, "not an LZ4 frame"};
   if (size < 5) return need(kMinHeaderSize);
+  const std::uint8_t flg = p[4];
   // FLG tells the header's full size.
-  const std::size_t total = kMinHeaderSize + ((p[4] & kContentSize) ? 8 : 0) + ((p[4] & kDictId) ? 4 : 0);
+  const std::size_t total = kMinHeaderSize + ((flg & kContentSize) ? 8 : 0) + ((flg & kDictId) ? 4 : 0);
   if (size < total) return need(total);
-  const std::uint8_t flg = p[4], bd = p[5];
+  const std::uint8_t bd = p[5];
   if ((flg & kVersionMask) != kVersion01) return {StatusCode::unsupported, "LZ4 frame version is not 01"};
   if (flg & kFlgReserved) return {StatusCode::bad_data, "reserved bit set in the frame descriptor"};
   if (bd & kBdReserved) return {StatusCode::bad_data, "reserved bit set in the block descriptor"};
   const std::size_t block_max = block_size_from_id((bd >> 4) & 0x7);
   if (block_max == 0) return {StatusCode::bad_data, "invalid block maximum size"};
-
 
   FrameHeader out;
   out.block_max = block_max;
