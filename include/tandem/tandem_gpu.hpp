@@ -1,0 +1,96 @@
+// tandem's batched GPU calls, in the shape of CUB and nvcomp: size queries, then
+// an asynchronous call over device arrays of pointers and sizes that uses the
+// caller's temporary storage and stream, and writes a size and a status per item
+// to device memory. No call allocates, and none waits for the device.
+//
+// Every pointer named d_* is device memory. The calls return a host Status for
+// what they can see without touching the device (bad arguments, a build or
+// machine without CUDA, a failed launch); what happened to each item is in
+// d_statuses once the stream reaches that point.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "tandem/tandem.hpp"
+
+struct CUstream_st;
+
+namespace tandem::gpu {
+
+// A cudaStream_t. Null is the legacy default stream.
+using Stream = CUstream_st*;
+
+// The status of one item, written to device memory. Values are permanent.
+enum class ItemStatus : std::int32_t {
+  ok = 0,
+  // Compression: a valid block, but not smaller than its input; store it raw.
+  incompressible = 1,
+  // A sequence header is malformed: a length that runs out of input, a
+  // missing offset, or a block that ends with a match instead of literals.
+  corrupt_token = 2,
+  // A match offset of zero, or one that reaches before the start of the block.
+  offset_out_of_range = 3,
+  // A literal run, or a compressed block, would not fit the output capacity.
+  output_overflow = 4,
+  // A literal run goes past the end of the input.
+  literal_past_input_end = 5,
+  // A match would write past the output capacity.
+  match_past_output_end = 6,
+  // The item is larger than the call accepts, or its pointers are null.
+  invalid_item = 7,
+};
+
+// "ok", "incompressible", "corrupt_token", ...
+const char* item_status_name(ItemStatus status);
+// The library-wide code for an item status: ok, bad_data, output_too_small,
+// invalid_argument (incompressible maps to ok: the block is valid).
+Status item_status_to_status(ItemStatus status);
+
+// Items may be up to this many bytes, both ways (LZ4 blocks are smaller still).
+inline constexpr std::size_t kMaxItemSize = std::size_t{1} << 30;
+
+// -------------------------------------------------------------------- LZ4 ----
+
+// Bytes an LZ4 block of `input_size` bytes may need in the worst case (the
+// same bound as liblz4's LZ4_compressBound); 0 when input_size > kMaxItemSize.
+std::size_t lz4_max_compressed_size(std::size_t input_size);
+
+// Temporary device storage that lz4_compress_async needs for `num_items` items
+// of at most `max_item_size` bytes. May be 0.
+Status lz4_compress_temp_size(std::size_t num_items, std::size_t max_item_size, std::size_t* temp_bytes);
+
+// Compresses item i, d_in_ptrs[i] of d_in_sizes[i] bytes, into one standard
+// LZ4 block at d_out_ptrs[i] for every i < num_items.
+//   d_in_ptrs, d_in_sizes    device arrays [num_items]
+//   max_item_size            host: no d_in_sizes[i] is larger (it shapes the launch)
+//   d_temp, temp_bytes       device, at least lz4_compress_temp_size; may be null when that is 0
+//   d_out_ptrs               device array [num_items] of device buffers
+//   d_out_capacities         device array [num_items], or null: lz4_max_compressed_size of each input
+//   d_out_sizes              device array [num_items]: bytes written (0 on failure)
+//   d_statuses               device array [num_items], or null when the caller does not want them
+// Output is deterministic: the same item always gives the same bytes.
+Status lz4_compress_async(const void* const* d_in_ptrs, const std::size_t* d_in_sizes, std::size_t max_item_size,
+                          std::size_t num_items, void* d_temp, std::size_t temp_bytes, void* const* d_out_ptrs,
+                          const std::size_t* d_out_capacities, std::size_t* d_out_sizes, ItemStatus* d_statuses,
+                          Stream stream);
+
+// Temporary device storage that lz4_decompress_async needs. May be 0.
+Status lz4_decompress_temp_size(std::size_t num_items, std::size_t max_output_size, std::size_t* temp_bytes);
+
+// Decodes the LZ4 block d_in_ptrs[i] of d_in_sizes[i] bytes into d_out_ptrs[i],
+// writing at most d_out_capacities[i] bytes, for every i < num_items. Input is
+// untrusted: a block that is not valid LZ4 gets a status, and nothing is read
+// or written outside the given buffers.
+//   d_in_ptrs, d_in_sizes    device arrays [num_items]
+//   d_temp, temp_bytes       device, at least lz4_decompress_temp_size; may be null when that is 0
+//   d_out_ptrs               device array [num_items] of device buffers
+//   d_out_capacities         device array [num_items]
+//   d_out_sizes              device array [num_items]: bytes decoded (0 on failure)
+//   d_statuses               device array [num_items], or null
+Status lz4_decompress_async(const void* const* d_in_ptrs, const std::size_t* d_in_sizes, std::size_t num_items,
+                            void* d_temp, std::size_t temp_bytes, void* const* d_out_ptrs,
+                            const std::size_t* d_out_capacities, std::size_t* d_out_sizes, ItemStatus* d_statuses,
+                            Stream stream);
+
+}  // namespace tandem::gpu

@@ -1,0 +1,21 @@
+// The GPU kernels' bodies run on the CPU, one warp emulated lane by lane: the
+// same source as the device code, so CPU tests and fuzzers check the logic that
+// the GPU runs, and their output is byte for byte what the GPU writes.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "tandem/tandem_gpu.hpp"
+
+namespace tandem::gpu {
+
+// Decodes one LZ4 block as the GPU kernel does; *out_size gets the bytes written.
+ItemStatus lz4_decode_block_emulated(const std::uint8_t* in, std::size_t in_size, std::uint8_t* out,
+                                     std::size_t capacity, std::size_t* out_size);
+
+// Compresses one item as the GPU kernel does.
+ItemStatus lz4_encode_block_emulated(const std::uint8_t* in, std::size_t in_size, std::uint8_t* out,
+                                     std::size_t capacity, std::size_t* out_size);
+
+}  // namespace tandem::gpu

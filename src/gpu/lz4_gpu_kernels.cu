@@ -1,0 +1,146 @@
+// The batched LZ4 calls of tandem_gpu.hpp: one warp per item, the bodies in
+// lz4_gpu_encode.hpp and lz4_gpu_decode.hpp.
+#include <cuda_runtime.h>
+
+#include <mutex>
+
+#include "gpu/lz4_gpu_decode.hpp"
+#include "gpu/lz4_gpu_encode.hpp"
+#include "tandem/tandem_gpu.hpp"
+
+namespace tandem::gpu {
+
+namespace {
+
+constexpr int kEncodeWarps = 4;  // warps per block; each has its own hash table
+constexpr int kDecodeWarps = 8;
+
+template <class Pos>
+constexpr std::size_t kEncodeSharedBytes = kEncodeWarps * lz4k::kTableEntries * sizeof(Pos);
+
+__device__ __forceinline__ void finish_item(std::size_t item, std::uint32_t size, ItemStatus status,
+                                            std::size_t* out_sizes, ItemStatus* statuses) {
+  if ((threadIdx.x & 31) == 0) {
+    out_sizes[item] = size;
+    if (statuses) statuses[item] = status;
+  }
+}
+
+template <class Pos>
+__global__ void __launch_bounds__(kEncodeWarps * 32)
+    lz4_encode_kernel(const void* const* in_ptrs, const std::size_t* in_sizes, std::size_t num_items,
+                      void* const* out_ptrs, const std::size_t* out_capacities, std::size_t* out_sizes,
+                      ItemStatus* statuses) {
+  extern __shared__ uint4 shared[];
+  const int warp = static_cast<int>(threadIdx.x) / 32;
+  const std::size_t item = static_cast<std::size_t>(blockIdx.x) * kEncodeWarps + warp;
+  if (item >= num_items) return;
+  const std::uint8_t* in = static_cast<const std::uint8_t*>(in_ptrs[item]);
+  std::uint8_t* out = static_cast<std::uint8_t*>(out_ptrs[item]);
+  const std::size_t n = in_sizes[item];
+  const std::size_t bound = lz4k::max_block_size(n);
+  std::size_t cap = out_capacities ? out_capacities[item] : bound;
+  if (cap > bound) cap = bound;
+  constexpr std::size_t kMostForPos = sizeof(Pos) == 2 ? 65536 : kMaxItemSize;
+  if (n > kMostForPos || (!in && n) || !out) {
+    finish_item(item, 0, ItemStatus::invalid_item, out_sizes, statuses);
+    return;
+  }
+  Pos* table = reinterpret_cast<Pos*>(shared) + static_cast<std::size_t>(warp) * lz4k::kTableEntries;
+  const simt::Warp w;
+  std::uint32_t size = 0;
+  const ItemStatus status =
+      lz4k::encode_block(w, in, static_cast<std::uint32_t>(n), out, static_cast<std::uint32_t>(cap), table, &size);
+  finish_item(item, size, status, out_sizes, statuses);
+}
+
+__global__ void __launch_bounds__(kDecodeWarps * 32)
+    lz4_decode_kernel(const void* const* in_ptrs, const std::size_t* in_sizes, std::size_t num_items,
+                      void* const* out_ptrs, const std::size_t* out_capacities, std::size_t* out_sizes,
+                      ItemStatus* statuses) {
+  const std::size_t item = static_cast<std::size_t>(blockIdx.x) * kDecodeWarps + threadIdx.x / 32;
+  if (item >= num_items) return;
+  const std::uint8_t* in = static_cast<const std::uint8_t*>(in_ptrs[item]);
+  std::uint8_t* out = static_cast<std::uint8_t*>(out_ptrs[item]);
+  const std::size_t n = in_sizes[item];
+  std::size_t cap = out_capacities[item];
+  if (cap > kMaxItemSize) cap = kMaxItemSize;
+  if (n > kMaxItemSize || (!in && n) || (!out && cap)) {
+    finish_item(item, 0, ItemStatus::invalid_item, out_sizes, statuses);
+    return;
+  }
+  const simt::Warp w;
+  std::uint32_t size = 0;
+  const ItemStatus status =
+      lz4k::decode_block(w, in, static_cast<std::uint32_t>(n), out, static_cast<std::uint32_t>(cap), &size);
+  finish_item(item, size, status, out_sizes, statuses);
+}
+
+Status launch_status(const char* what) {
+  const cudaError_t e = cudaPeekAtLastError();
+  if (e == cudaSuccess) return {};
+  (void)cudaGetLastError();
+  (void)what;
+  return {StatusCode::device_error, cudaGetErrorString(e)};
+}
+
+template <class Pos>
+Status launch_encode(const void* const* d_in_ptrs, const std::size_t* d_in_sizes, std::size_t num_items,
+                     void* const* d_out_ptrs, const std::size_t* d_out_capacities, std::size_t* d_out_sizes,
+                     ItemStatus* d_statuses, Stream stream) {
+  // Above 48 KiB a kernel's dynamic shared memory must be allowed once.
+  static std::once_flag once;
+  static cudaError_t attribute = cudaSuccess;
+  std::call_once(once, [] {
+    attribute = cudaFuncSetAttribute(lz4_encode_kernel<Pos>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                     static_cast<int>(kEncodeSharedBytes<Pos>));
+  });
+  if (attribute != cudaSuccess) return {StatusCode::device_error, cudaGetErrorString(attribute)};
+  const std::size_t blocks = (num_items + kEncodeWarps - 1) / kEncodeWarps;
+  lz4_encode_kernel<Pos><<<static_cast<unsigned>(blocks), kEncodeWarps * 32, kEncodeSharedBytes<Pos>, stream>>>(
+      d_in_ptrs, d_in_sizes, num_items, d_out_ptrs, d_out_capacities, d_out_sizes, d_statuses);
+  return launch_status("lz4_encode_kernel");
+}
+
+constexpr std::size_t kMaxBlocks = 0x7fffffff;
+
+}  // namespace
+
+Status lz4_compress_async(const void* const* d_in_ptrs, const std::size_t* d_in_sizes, std::size_t max_item_size,
+                          std::size_t num_items, void* d_temp, std::size_t temp_bytes, void* const* d_out_ptrs,
+                          const std::size_t* d_out_capacities, std::size_t* d_out_sizes, ItemStatus* d_statuses,
+                          Stream stream) {
+  (void)d_temp;
+  (void)temp_bytes;
+  if (max_item_size > kMaxItemSize) return {StatusCode::invalid_argument, "max_item_size exceeds kMaxItemSize"};
+  if (num_items == 0) return {};
+  if (!d_in_ptrs || !d_in_sizes || !d_out_ptrs || !d_out_sizes) {
+    return {StatusCode::invalid_argument, "null device array"};
+  }
+  if (num_items / kEncodeWarps >= kMaxBlocks) return {StatusCode::invalid_argument, "too many items"};
+  if (max_item_size <= 65536) {
+    return launch_encode<std::uint16_t>(d_in_ptrs, d_in_sizes, num_items, d_out_ptrs, d_out_capacities, d_out_sizes,
+                                        d_statuses, stream);
+  }
+  return launch_encode<std::uint32_t>(d_in_ptrs, d_in_sizes, num_items, d_out_ptrs, d_out_capacities, d_out_sizes,
+                                      d_statuses, stream);
+}
+
+Status lz4_decompress_async(const void* const* d_in_ptrs, const std::size_t* d_in_sizes, std::size_t num_items,
+                            void* d_temp, std::size_t temp_bytes, void* const* d_out_ptrs,
+                            const std::size_t* d_out_capacities, std::size_t* d_out_sizes, ItemStatus* d_statuses,
+                            Stream stream) {
+  (void)d_temp;
+  (void)temp_bytes;
+  if (num_items == 0) return {};
+  if (!d_in_ptrs || !d_in_sizes || !d_out_ptrs || !d_out_capacities || !d_out_sizes) {
+    return {StatusCode::invalid_argument, "null device array"};
+  }
+  if (num_items / kDecodeWarps >= kMaxBlocks) return {StatusCode::invalid_argument, "too many items"};
+  const std::size_t blocks = (num_items + kDecodeWarps - 1) / kDecodeWarps;
+  lz4_decode_kernel<<<static_cast<unsigned>(blocks), kDecodeWarps * 32, 0, stream>>>(
+      d_in_ptrs, d_in_sizes, num_items, d_out_ptrs, d_out_capacities, d_out_sizes, d_statuses);
+  return launch_status("lz4_decode_kernel");
+}
+
+}  // namespace tandem::gpu

@@ -1,0 +1,230 @@
+// One warp's code, written once, run two ways.
+//
+// On the device every thread of a warp runs the code and a `Lanes<T>` value is
+// that thread's own register; warp collectives are the CUDA intrinsics. On the
+// host (any compiler, and nvcc's host pass) the same code runs once per warp and
+// a `Lanes<T>` holds all 32 values; `map` and `each` loop over the lanes. Values
+// outside Lanes are uniform: every lane computes the same.
+//
+// Code that follows two rules behaves the same both ways:
+//  - within one `each`/`map`, a lane never reads what another lane writes in
+//    the same step (the host runs lane 0 to 31 in turn, the device all at once);
+//  - between a step that writes memory and one that reads it, call sync().
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+
+#if defined(__CUDACC__)
+#define TANDEM_HD __host__ __device__ __forceinline__
+#else
+#define TANDEM_HD inline
+#endif
+
+namespace tandem::gpu::simt {
+
+inline constexpr int kWarpSize = 32;
+inline constexpr std::uint32_t kFullMask = 0xffffffffu;
+
+// Lowest set bit's index, 32 when none.
+TANDEM_HD int first_set(std::uint32_t mask) {
+#if defined(__CUDA_ARCH__)
+  return mask ? __ffs(static_cast<int>(mask)) - 1 : 32;
+#else
+  return mask ? __builtin_ctz(mask) : 32;
+#endif
+}
+
+// Highest set bit's index; mask must not be 0.
+TANDEM_HD int last_set(std::uint32_t mask) {
+#if defined(__CUDA_ARCH__)
+  return 31 - __clz(static_cast<int>(mask));
+#else
+  return 31 - __builtin_clz(mask);
+#endif
+}
+
+TANDEM_HD int popcount(std::uint32_t mask) {
+#if defined(__CUDA_ARCH__)
+  return __popc(mask);
+#else
+  return __builtin_popcount(mask);
+#endif
+}
+
+// A 4-byte load from a 4-aligned address.
+TANDEM_HD std::uint32_t load_aligned_u32(const std::uint8_t* p) {
+#if defined(__CUDA_ARCH__)
+  return *reinterpret_cast<const std::uint32_t*>(p);
+#else
+  std::uint32_t v;
+  std::memcpy(&v, p, 4);
+  return v;
+#endif
+}
+
+TANDEM_HD void store_aligned_u32(std::uint8_t* p, std::uint32_t v) {
+#if defined(__CUDA_ARCH__)
+  *reinterpret_cast<std::uint32_t*>(p) = v;
+#else
+  std::memcpy(p, &v, 4);
+#endif
+}
+
+// Bytes [shift, shift + 4) of the little-endian 8 bytes lo:hi (shift 0..3).
+TANDEM_HD std::uint32_t funnel(std::uint32_t lo, std::uint32_t hi, std::uint32_t shift) {
+#if defined(__CUDA_ARCH__)
+  return __funnelshift_r(lo, hi, shift * 8);
+#else
+  return static_cast<std::uint32_t>(((static_cast<std::uint64_t>(hi) << 32) | lo) >> (shift * 8));
+#endif
+}
+
+#if defined(__CUDA_ARCH__)
+
+template <class T>
+struct Lanes {
+  T v;
+  __device__ __forceinline__ T& operator[](int) { return v; }
+  __device__ __forceinline__ const T& operator[](int) const { return v; }
+};
+
+struct Warp {
+  int lane_ = static_cast<int>(threadIdx.x) & 31;
+
+  __device__ __forceinline__ int lane() const { return lane_; }
+  template <class F>
+  __device__ __forceinline__ auto map(F f) const -> Lanes<decltype(f(0))> {
+    return {f(lane_)};
+  }
+  template <class F>
+  __device__ __forceinline__ void each(F f) const {
+    f(lane_);
+  }
+  __device__ __forceinline__ std::uint32_t ballot(const Lanes<bool>& p) const { return __ballot_sync(kFullMask, p.v); }
+  template <class T>
+  __device__ __forceinline__ T shfl(const Lanes<T>& x, int src) const {
+    return __shfl_sync(kFullMask, x.v, src);
+  }
+  // Per lane: the mask of lanes holding the same value.
+  __device__ __forceinline__ Lanes<std::uint32_t> match_any(const Lanes<std::uint32_t>& x) const {
+    return {__match_any_sync(kFullMask, x.v)};
+  }
+  // Per lane: the sum of x over lanes 0..lane-1.
+  __device__ __forceinline__ Lanes<std::uint32_t> exclusive_sum(const Lanes<std::uint32_t>& x) const {
+    std::uint32_t s = x.v;
+#pragma unroll
+    for (int d = 1; d < 32; d <<= 1) {
+      const std::uint32_t t = __shfl_up_sync(kFullMask, s, d);
+      if (lane_ >= d) s += t;
+    }
+    return {s - x.v};
+  }
+  __device__ __forceinline__ std::uint32_t sum(const Lanes<std::uint32_t>& x) const {
+    return __reduce_add_sync(kFullMask, x.v);
+  }
+  __device__ __forceinline__ void sync() const { __syncwarp(); }
+};
+
+#else
+
+template <class T>
+struct Lanes {
+  T v[kWarpSize];
+  T& operator[](int lane) { return v[lane]; }
+  const T& operator[](int lane) const { return v[lane]; }
+};
+
+struct Warp {
+  template <class F>
+  auto map(F f) const -> Lanes<decltype(f(0))> {
+    Lanes<decltype(f(0))> r;
+    for (int l = 0; l < kWarpSize; ++l) r.v[l] = f(l);
+    return r;
+  }
+  template <class F>
+  void each(F f) const {
+    for (int l = 0; l < kWarpSize; ++l) f(l);
+  }
+  std::uint32_t ballot(const Lanes<bool>& p) const {
+    std::uint32_t m = 0;
+    for (int l = 0; l < kWarpSize; ++l) m |= static_cast<std::uint32_t>(p.v[l]) << l;
+    return m;
+  }
+  template <class T>
+  T shfl(const Lanes<T>& x, int src) const {
+    return x.v[src & 31];
+  }
+  Lanes<std::uint32_t> match_any(const Lanes<std::uint32_t>& x) const {
+    Lanes<std::uint32_t> r;
+    for (int l = 0; l < kWarpSize; ++l) {
+      std::uint32_t m = 0;
+      for (int k = 0; k < kWarpSize; ++k) m |= static_cast<std::uint32_t>(x.v[k] == x.v[l]) << k;
+      r.v[l] = m;
+    }
+    return r;
+  }
+  Lanes<std::uint32_t> exclusive_sum(const Lanes<std::uint32_t>& x) const {
+    Lanes<std::uint32_t> r;
+    std::uint32_t s = 0;
+    for (int l = 0; l < kWarpSize; ++l) {
+      r.v[l] = s;
+      s += x.v[l];
+    }
+    return r;
+  }
+  std::uint32_t sum(const Lanes<std::uint32_t>& x) const {
+    std::uint32_t s = 0;
+    for (int l = 0; l < kWarpSize; ++l) s += x.v[l];
+    return s;
+  }
+  void sync() const {}
+};
+
+#endif
+
+// ------------------------------------------------------- warp copies ----
+
+// Copies len bytes from src to dst (no overlap), the whole warp together.
+// Short runs go a byte per lane; long runs as aligned 4-byte stores, each
+// built from two aligned 4-byte loads, whenever those loads stay inside
+// [src_lo, src_hi) (the caller's readable range around src); a lane whose
+// loads would leave it copies its word byte by byte. Call sync() before
+// anything reads dst.
+TANDEM_HD void warp_copy(const Warp& w, std::uint8_t* dst, const std::uint8_t* src, std::uint32_t len,
+                         const std::uint8_t* src_lo, const std::uint8_t* src_hi) {
+  if (len < 64) {
+    w.each([&](int l) {
+      for (std::uint32_t j = static_cast<std::uint32_t>(l); j < len; j += kWarpSize) dst[j] = src[j];
+    });
+    return;
+  }
+  // Head: bytes until dst is 4-aligned; tail: what follows the last whole word.
+  const std::uint32_t head = static_cast<std::uint32_t>((4 - (reinterpret_cast<std::uintptr_t>(dst) & 3)) & 3);
+  const std::uint32_t words = (len - head) / 4;
+  const std::uint32_t tail_start = head + words * 4;
+  const std::uint8_t* s = src + head;
+  const std::uint32_t shift = static_cast<std::uint32_t>(reinterpret_cast<std::uintptr_t>(s) & 3);
+  const std::uint8_t* sa = reinterpret_cast<const std::uint8_t*>(reinterpret_cast<std::uintptr_t>(s) - shift);
+  std::uint8_t* d = dst + head;
+  w.each([&](int l) {
+    if (static_cast<std::uint32_t>(l) < head) dst[l] = src[l];
+    if (static_cast<std::uint32_t>(l) < len - tail_start) dst[tail_start + l] = src[tail_start + l];
+    for (std::uint32_t k = static_cast<std::uint32_t>(l); k < words; k += kWarpSize) {
+      const std::uint8_t* a = sa + 4 * k;
+      const std::uintptr_t at = reinterpret_cast<std::uintptr_t>(a);
+      std::uint32_t v;
+      if (at >= reinterpret_cast<std::uintptr_t>(src_lo) && at + (shift ? 8 : 4) <= reinterpret_cast<std::uintptr_t>(src_hi)) {
+        const std::uint32_t lo = load_aligned_u32(a);
+        const std::uint32_t hi = shift ? load_aligned_u32(a + 4) : 0;
+        v = funnel(lo, hi, shift);
+      } else {
+        const std::uint8_t* b = s + 4 * k;
+        v = b[0] | (std::uint32_t{b[1]} << 8) | (std::uint32_t{b[2]} << 16) | (std::uint32_t{b[3]} << 24);
+      }
+      store_aligned_u32(d + 4 * k, v);
+    }
+  });
+}
+
+}  // namespace tandem::gpu::simt
