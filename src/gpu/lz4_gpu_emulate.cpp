@@ -35,13 +35,8 @@ ItemStatus lz4_encode_block_emulated(const std::uint8_t* in, std::size_t in_size
   const std::uint32_t cap = clamp_capacity(capacity, lz4_max_compressed_size(kMaxItemSize));
   std::uint32_t size = 0;
   ItemStatus status;
-  if (n <= 65536) {
-    std::vector<std::uint16_t> table(lz4k::kTableEntries);
-    status = lz4k::encode_block(w, in, n, out, cap, table.data(), &size);
-  } else {
-    std::vector<std::uint32_t> table(lz4k::kTableEntries);
-    status = lz4k::encode_block(w, in, n, out, cap, table.data(), &size);
-  }
+  std::vector<std::uint32_t> table(lz4k::table_bytes(2) / 4);
+  status = lz4k::encode_block_any(w, in, n, out, cap, table.data(), &size);
   *out_size = size;
   return status;
 }

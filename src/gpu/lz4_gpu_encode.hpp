@@ -31,27 +31,24 @@ inline constexpr std::uint32_t kEncMinMatch = 4;
 inline constexpr std::uint32_t kLastLiterals = 5;
 inline constexpr std::uint32_t kMfLimit = 12;
 inline constexpr std::uint32_t kMaxOffset = 65535;
-inline constexpr int kHashLog = 12;
-inline constexpr std::uint32_t kTableEntries = 1u << kHashLog;
+// Hash tables: 2^12 entries for blocks up to 16 KiB, 2^13 above (as liblz4
+// uses for blocks under 64 KiB): more entries keep more candidates, fewer keep
+// more warps resident per multiprocessor.
+inline constexpr int kMaxHashLog = 13;
+// The table shape follows each block's own size, never the batch's, so that a
+// block compresses to the same bytes in any batch: class 0 (up to 16 KiB)
+// 2^12 16-bit entries, class 1 (up to 64 KiB) 2^13 16-bit, class 2 2^13 32-bit.
+TANDEM_HD constexpr int table_class(std::size_t n) { return n <= 16384 ? 0 : n <= 65536 ? 1 : 2; }
+TANDEM_HD constexpr std::size_t table_bytes(int table_class) {
+  return table_class == 0 ? 8192 : table_class == 1 ? 16384 : 32768;
+}
 
 // lz4_max_compressed_size, for device code.
 TANDEM_HD std::size_t max_block_size(std::size_t n) { return n + n / 255 + 16; }
 
-TANDEM_HD std::uint32_t hash4(std::uint32_t seq) { return (seq * 2654435761u) >> (32 - kHashLog); }
-
-// The 4 bytes at in[q], little-endian; q + 4 <= n. Two aligned loads where they
-// stay inside the block, bytes otherwise.
-TANDEM_HD std::uint32_t read4(const std::uint8_t* in, std::uint32_t n, std::uint32_t q) {
-  const std::uintptr_t lo = reinterpret_cast<std::uintptr_t>(in);
-  const std::uintptr_t at = lo + q;
-  const std::uint32_t shift = static_cast<std::uint32_t>(at & 3);
-  const std::uintptr_t base = at - shift;
-  if (base >= lo && base + (shift ? 8 : 4) <= lo + n) {
-    const std::uint8_t* b = reinterpret_cast<const std::uint8_t*>(base);
-    return simt::funnel(simt::load_aligned_u32(b), shift ? simt::load_aligned_u32(b + 4) : 0, shift);
-  }
-  const std::uint8_t* b = in + q;
-  return b[0] | (std::uint32_t{b[1]} << 8) | (std::uint32_t{b[2]} << 16) | (std::uint32_t{b[3]} << 24);
+template <int HashLog>
+TANDEM_HD std::uint32_t hash4(std::uint32_t seq) {
+  return (seq * 2654435761u) >> (32 - HashLog);
 }
 
 // Bytes that equal in[a + k] == in[b + k] for k = 0.. while a + k < limit (b < a).
@@ -117,8 +114,9 @@ TANDEM_HD bool emit_sequence(const Warp& w, const std::uint8_t* in, std::uint32_
 
 // Sets the warp's hash table to zeros (position 0: a candidate like any other,
 // verified before use).
-template <class Pos>
+template <class Pos, int HashLog>
 TANDEM_HD void clear_table(const Warp& w, Pos* table) {
+  constexpr std::uint32_t kTableEntries = 1u << HashLog;
 #if defined(__CUDA_ARCH__)
   uint4* t = reinterpret_cast<uint4*>(table);
   constexpr std::uint32_t kVectors = kTableEntries * sizeof(Pos) / sizeof(uint4);
@@ -132,16 +130,16 @@ TANDEM_HD void clear_table(const Warp& w, Pos* table) {
 }
 
 // Compresses in[0, n) into out[0, cap). Pos is the hash table's position type:
-// 16 bits for blocks up to 64 KiB, else 32. table has kTableEntries entries,
+// 16 bits for blocks up to 64 KiB, else 32. table has 2^HashLog entries,
 // owned by this warp. *out_size is 0 unless the block fit.
-template <class Pos>
+template <class Pos, int HashLog>
 TANDEM_HD ItemStatus encode_block(const Warp& w, const std::uint8_t* in, std::uint32_t n, std::uint8_t* out,
                                   std::uint32_t cap, Pos* table, std::uint32_t* out_size) {
   std::uint32_t op = 0;
   std::uint32_t anchor = 0;
   bool fits = true;
   if (n > kMfLimit) {
-    clear_table(w, table);
+    clear_table<Pos, HashLog>(w, table);
     w.sync();
     const std::uint32_t last_start = n - kMfLimit;  // the last position a match may start at
     const std::uint32_t match_limit = n - kLastLiterals;
@@ -150,32 +148,35 @@ TANDEM_HD ItemStatus encode_block(const Warp& w, const std::uint8_t* in, std::ui
     while (tile <= last_start && fits) {
       const Lanes<bool> valid = w.map([&](int l) { return tile + static_cast<std::uint32_t>(l) <= last_start; });
       const Lanes<std::uint32_t> seq = w.map([&](int l) -> std::uint32_t {
-        return valid[l] ? read4(in, n, tile + static_cast<std::uint32_t>(l)) : 0u;
+        return valid[l] ? simt::load_u32(in, n, tile + static_cast<std::uint32_t>(l)) : 0u;
       });
       // Lanes past the end get keys no hash can equal.
       const Lanes<std::uint32_t> key = w.map([&](int l) -> std::uint32_t {
-        return valid[l] ? hash4(seq[l]) : 0x80000000u | static_cast<std::uint32_t>(l);
+        return valid[l] ? hash4<HashLog>(seq[l]) : 0x80000000u | static_cast<std::uint32_t>(l);
       });
-      const Lanes<std::uint32_t> older = w.map([&](int l) -> std::uint32_t { return valid[l] ? table[key[l]] : 0u; });
+      const Lanes<std::uint32_t> older = w.map([&](int l) -> std::uint32_t {
+        return valid[l] ? static_cast<std::uint32_t>(table[key[l]]) : 0u;
+      });
       const Lanes<std::uint32_t> peers = w.match_any(key);
       w.sync();  // every lane has read the table before any lane writes it
       w.each([&](int l) {
         // The newest position of each hash in this step goes into the table.
         if (valid[l] && (peers[l] >> l) == 1u) table[key[l]] = static_cast<Pos>(tile + static_cast<std::uint32_t>(l));
       });
+      const Lanes<std::uint32_t> cand = w.map([&](int l) -> std::uint32_t {
+        const std::uint32_t earlier = peers[l] & ((1u << l) - 1u);
+        return earlier ? tile + static_cast<std::uint32_t>(simt::last_set(earlier)) : older[l];
+      });
       const Lanes<bool> hit = w.map([&](int l) {
         const std::uint32_t q = tile + static_cast<std::uint32_t>(l);
-        if (!valid[l] || q < cur) return false;
-        const std::uint32_t earlier = peers[l] & ((1u << l) - 1u);
-        const std::uint32_t c = earlier ? tile + static_cast<std::uint32_t>(simt::last_set(earlier)) : older[l];
-        return c < q && q - c <= kMaxOffset && read4(in, n, c) == seq[l];
+        const std::uint32_t c = cand[l];
+        return valid[l] && q >= cur && c < q && q - c <= kMaxOffset && simt::load_u32(in, n, c) == seq[l];
       });
       std::uint32_t starts = w.ballot(hit);
       while (starts) {
         const int f = simt::first_set(starts);
         std::uint32_t p = tile + static_cast<std::uint32_t>(f);
-        const std::uint32_t earlier = w.shfl(peers, f) & ((1u << f) - 1u);
-        std::uint32_t c = earlier ? tile + static_cast<std::uint32_t>(simt::last_set(earlier)) : w.shfl(older, f);
+        std::uint32_t c = w.shfl(cand, f);
         std::uint32_t len = kEncMinMatch + extend_forward(w, in, p + kEncMinMatch, c + kEncMinMatch, match_limit);
         const std::uint32_t back = extend_backward(w, in, p, c, p - anchor < c ? p - anchor : c);
         p -= back;
@@ -197,6 +198,17 @@ TANDEM_HD ItemStatus encode_block(const Warp& w, const std::uint8_t* in, std::ui
   *out_size = fits ? op : 0;
   if (!fits) return ItemStatus::output_overflow;
   return op >= n ? ItemStatus::incompressible : ItemStatus::ok;
+}
+
+// encode_block with the table shape of the block's class; table has at least
+// table_bytes(table_class(n)) bytes.
+TANDEM_HD ItemStatus encode_block_any(const Warp& w, const std::uint8_t* in, std::uint32_t n, std::uint8_t* out,
+                                      std::uint32_t cap, void* table, std::uint32_t* out_size) {
+  switch (table_class(n)) {
+    case 0: return encode_block<std::uint16_t, 12>(w, in, n, out, cap, static_cast<std::uint16_t*>(table), out_size);
+    case 1: return encode_block<std::uint16_t, 13>(w, in, n, out, cap, static_cast<std::uint16_t*>(table), out_size);
+    default: return encode_block<std::uint32_t, 13>(w, in, n, out, cap, static_cast<std::uint32_t*>(table), out_size);
+  }
 }
 
 }  // namespace tandem::gpu::lz4k

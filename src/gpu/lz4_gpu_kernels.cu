@@ -15,8 +15,8 @@ namespace {
 constexpr int kEncodeWarps = 4;  // warps per block; each has its own hash table
 constexpr int kDecodeWarps = 8;
 
-template <class Pos>
-constexpr std::size_t kEncodeSharedBytes = kEncodeWarps * lz4k::kTableEntries * sizeof(Pos);
+template <int Class>
+constexpr std::size_t kEncodeSharedBytes = kEncodeWarps * lz4k::table_bytes(Class);
 
 __device__ __forceinline__ void finish_item(std::size_t item, std::uint32_t size, ItemStatus status,
                                             std::size_t* out_sizes, ItemStatus* statuses) {
@@ -26,7 +26,8 @@ __device__ __forceinline__ void finish_item(std::size_t item, std::uint32_t size
   }
 }
 
-template <class Pos>
+// Class: the largest table class (lz4k::table_class) the launch has room for.
+template <int Class>
 __global__ void __launch_bounds__(kEncodeWarps * 32)
     lz4_encode_kernel(const void* const* in_ptrs, const std::size_t* in_sizes, std::size_t num_items,
                       void* const* out_ptrs, const std::size_t* out_capacities, std::size_t* out_sizes,
@@ -41,16 +42,15 @@ __global__ void __launch_bounds__(kEncodeWarps * 32)
   const std::size_t bound = lz4k::max_block_size(n);
   std::size_t cap = out_capacities ? out_capacities[item] : bound;
   if (cap > bound) cap = bound;
-  constexpr std::size_t kMostForPos = sizeof(Pos) == 2 ? 65536 : kMaxItemSize;
-  if (n > kMostForPos || (!in && n) || !out) {
+  if (n > kMaxItemSize || lz4k::table_class(n) > Class || (!in && n) || !out) {
     finish_item(item, 0, ItemStatus::invalid_item, out_sizes, statuses);
     return;
   }
-  Pos* table = reinterpret_cast<Pos*>(shared) + static_cast<std::size_t>(warp) * lz4k::kTableEntries;
+  void* table = reinterpret_cast<std::uint8_t*>(shared) + static_cast<std::size_t>(warp) * lz4k::table_bytes(Class);
   const simt::Warp w;
   std::uint32_t size = 0;
-  const ItemStatus status =
-      lz4k::encode_block(w, in, static_cast<std::uint32_t>(n), out, static_cast<std::uint32_t>(cap), table, &size);
+  const ItemStatus status = lz4k::encode_block_any(w, in, static_cast<std::uint32_t>(n), out,
+                                                   static_cast<std::uint32_t>(cap), table, &size);
   finish_item(item, size, status, out_sizes, statuses);
 }
 
@@ -84,7 +84,7 @@ Status launch_status(const char* what) {
   return {StatusCode::device_error, cudaGetErrorString(e)};
 }
 
-template <class Pos>
+template <int Class>
 Status launch_encode(const void* const* d_in_ptrs, const std::size_t* d_in_sizes, std::size_t num_items,
                      void* const* d_out_ptrs, const std::size_t* d_out_capacities, std::size_t* d_out_sizes,
                      ItemStatus* d_statuses, Stream stream) {
@@ -92,12 +92,12 @@ Status launch_encode(const void* const* d_in_ptrs, const std::size_t* d_in_sizes
   static std::once_flag once;
   static cudaError_t attribute = cudaSuccess;
   std::call_once(once, [] {
-    attribute = cudaFuncSetAttribute(lz4_encode_kernel<Pos>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                     static_cast<int>(kEncodeSharedBytes<Pos>));
+    attribute = cudaFuncSetAttribute(lz4_encode_kernel<Class>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                     static_cast<int>(kEncodeSharedBytes<Class>));
   });
   if (attribute != cudaSuccess) return {StatusCode::device_error, cudaGetErrorString(attribute)};
   const std::size_t blocks = (num_items + kEncodeWarps - 1) / kEncodeWarps;
-  lz4_encode_kernel<Pos><<<static_cast<unsigned>(blocks), kEncodeWarps * 32, kEncodeSharedBytes<Pos>, stream>>>(
+  lz4_encode_kernel<Class><<<static_cast<unsigned>(blocks), kEncodeWarps * 32, kEncodeSharedBytes<Class>, stream>>>(
       d_in_ptrs, d_in_sizes, num_items, d_out_ptrs, d_out_capacities, d_out_sizes, d_statuses);
   return launch_status("lz4_encode_kernel");
 }
@@ -118,12 +118,17 @@ Status lz4_compress_async(const void* const* d_in_ptrs, const std::size_t* d_in_
     return {StatusCode::invalid_argument, "null device array"};
   }
   if (num_items / kEncodeWarps >= kMaxBlocks) return {StatusCode::invalid_argument, "too many items"};
-  if (max_item_size <= 65536) {
-    return launch_encode<std::uint16_t>(d_in_ptrs, d_in_sizes, num_items, d_out_ptrs, d_out_capacities, d_out_sizes,
-                                        d_statuses, stream);
+  switch (lz4k::table_class(max_item_size)) {
+    case 0:
+      return launch_encode<0>(d_in_ptrs, d_in_sizes, num_items, d_out_ptrs, d_out_capacities, d_out_sizes, d_statuses,
+                              stream);
+    case 1:
+      return launch_encode<1>(d_in_ptrs, d_in_sizes, num_items, d_out_ptrs, d_out_capacities, d_out_sizes, d_statuses,
+                              stream);
+    default:
+      return launch_encode<2>(d_in_ptrs, d_in_sizes, num_items, d_out_ptrs, d_out_capacities, d_out_sizes, d_statuses,
+                              stream);
   }
-  return launch_encode<std::uint32_t>(d_in_ptrs, d_in_sizes, num_items, d_out_ptrs, d_out_capacities, d_out_sizes,
-                                      d_statuses, stream);
 }
 
 Status lz4_decompress_async(const void* const* d_in_ptrs, const std::size_t* d_in_sizes, std::size_t num_items,

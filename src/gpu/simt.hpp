@@ -21,6 +21,14 @@
 #define TANDEM_HD inline
 #endif
 
+// Unrolls the next loop in device code, so that arrays of Lanes indexed by its
+// counter stay in registers.
+#if defined(__CUDA_ARCH__)
+#define TANDEM_UNROLL _Pragma("unroll")
+#else
+#define TANDEM_UNROLL
+#endif
+
 namespace tandem::gpu::simt {
 
 inline constexpr int kWarpSize = 32;
@@ -182,6 +190,21 @@ struct Warp {
 };
 
 #endif
+
+// The 4 bytes at in[q], little-endian, for q + 4 <= n: two aligned loads
+// where both stay inside in[0, n), bytes otherwise.
+TANDEM_HD std::uint32_t load_u32(const std::uint8_t* in, std::uint32_t n, std::uint32_t q) {
+  const std::uintptr_t lo = reinterpret_cast<std::uintptr_t>(in);
+  const std::uintptr_t at = lo + q;
+  const std::uint32_t shift = static_cast<std::uint32_t>(at & 3);
+  const std::uintptr_t base = at - shift;
+  if (base >= lo && base + (shift ? 8 : 4) <= lo + n) {
+    const std::uint8_t* b = reinterpret_cast<const std::uint8_t*>(base);
+    return funnel(load_aligned_u32(b), shift ? load_aligned_u32(b + 4) : 0, shift);
+  }
+  const std::uint8_t* b = in + q;
+  return b[0] | (std::uint32_t{b[1]} << 8) | (std::uint32_t{b[2]} << 16) | (std::uint32_t{b[3]} << 24);
+}
 
 // ------------------------------------------------------- warp copies ----
 
