@@ -4,11 +4,15 @@
 // reference library in the same run: compressed size, ratio, and compression
 // and decompression throughput (uncompressed bytes per second) with one thread
 // and with all threads, the median of several runs, every run verified by hash.
-// It prints a table on stdout and, when asked, writes the same results as JSON.
+// On a GPU (`--backend gpu`, or `auto` where a CUDA device is present) it also
+// measures tandem's batched GPU LZ4 calls on raw blocks of each of `gpu_chunks`
+// against liblz4 on the same chunks. It prints tables on stdout and, when
+// asked, writes the same results as JSON.
 #pragma once
 
 #include <cstddef>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace tandem::bench {
@@ -24,7 +28,22 @@ struct BenchConfig {
   double min_seconds = 0.5;            // each measurement repeats until it lasts this long...
   int min_runs = 3;                    // ...and at least this many runs; the median is kept
   bool quiet = false;                  // no progress lines on stderr
+  // The GPU figures: raw LZ4 blocks of each of these sizes (the GPU and
+  // liblz4 alike), each in [1, kMaxGpuChunk] bytes.
+  std::vector<std::size_t> gpu_chunks = {4u << 10, 16u << 10, 64u << 10, 256u << 10};
+  // A GPU run takes milliseconds: many short runs give a steady median.
+  double gpu_min_seconds = 0.3;
+  int gpu_min_runs = 10;
 };
+
+// The largest GPU chunk: the LZ4 frame format's largest block.
+inline constexpr std::size_t kMaxGpuChunk = std::size_t{4} << 20;
+
+// Parses a comma-separated list of sizes with optional K or M suffixes (KiB,
+// MiB: "4K,16K,64K,256K", "65536,1M") into `chunks`, in the order given,
+// duplicates dropped. False, with a message in *error, when an entry is empty,
+// malformed, 0 or larger than kMaxGpuChunk.
+bool parse_chunk_list(std::string_view text, std::vector<std::size_t>* chunks, std::string* error);
 
 // Runs the benchmark; returns a process exit code (0 success, 1 failure, 2 bad arguments).
 int run(const BenchConfig& config);

@@ -1,9 +1,13 @@
 // What `tandem bench` reports: one row per (input, engine, threads), one
-// comparison per input, printed as an aligned table and written as JSON.
+// comparison per input, printed as an aligned table and written as JSON; and
+// for the GPU, one row per (input, chunk size, engine) and one comparison per
+// (input, chunk size) in a second table.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <cstdio>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -65,6 +69,56 @@ class Table {
   int input_width_;
 };
 
+// One row of the GPU table: liblz4 at one thread count, or the GPU in one
+// mode, on raw LZ4 blocks of `chunk` bytes.
+struct GpuRow {
+  Row row;                        // engine "liblz4" or "gpu"; threads 0 for the GPU
+  std::size_t chunk = 0;
+  std::string mode;               // "device" or "host" for the GPU, empty for liblz4
+  std::uint64_t blocks = 0;
+  std::uint64_t incompressible = 0;  // GPU: blocks marked incompressible (valid, not smaller than the chunk)
+  int buffer_sets = 0;            // GPU: buffer sets the timed runs rotate through
+  // GPU: compressed size / liblz4's on the same chunks; NaN for liblz4 rows.
+  double size_vs_liblz4 = std::numeric_limits<double>::quiet_NaN();
+
+  std::string label() const;      // "liblz4", "gpu-device", "gpu-host"
+};
+
+// The GPU against liblz4 with N threads on one input and chunk size: rate
+// quotients (GPU / liblz4), NaN where a row is missing.
+struct GpuComparison {
+  std::string input;
+  std::size_t chunk = 0;
+  int threads = 1;                          // the N of liblz4's N-thread row
+  double device_compress = 0;
+  double device_decompress = 0;
+  double host_compress = 0;
+  double host_decompress = 0;
+  double size_vs_liblz4 = 0;                // GPU compressed size / liblz4's
+  std::uint64_t blocks = 0;
+  std::uint64_t incompressible = 0;
+};
+
+GpuComparison compare_gpu(const std::vector<GpuRow>& rows, const std::string& input, std::size_t chunk,
+                          int threads);
+
+// "4K", "256K", "1M", or bytes when not a whole number of KiB.
+std::string chunk_label(std::size_t chunk);
+
+// The GPU table: rates in GB/s (1e9 bytes per second), since GPU rates run
+// to tens of GB/s.
+class GpuTable {
+ public:
+  GpuTable(std::FILE* out, const std::vector<std::string>& input_names);
+  void header() const;
+  void row(const GpuRow& row) const;
+  void comparison(const GpuComparison& comparison) const;
+
+ private:
+  std::FILE* out_;
+  int input_width_;
+};
+
 struct InputInfo {
   std::string name;
   std::uint64_t size = 0;
@@ -74,14 +128,22 @@ struct InputInfo {
 
 struct RunInfo {
   int threads = 1;                 // the N of the N-thread rows
-  std::string backend;             // the backend measured ("cpu")
+  std::string backend;             // what was measured: "cpu", "gpu" or "cpu+gpu"
   std::string date;                // UTC ISO 8601
+  std::string gpu_name;            // device 0, when there are GPU rows
+};
+
+// Everything one run measured.
+struct Results {
+  std::vector<InputInfo> inputs;
+  std::vector<Row> rows;                       // the CPU table
+  std::vector<Comparison> comparisons;
+  std::vector<GpuRow> gpu_rows;                // the GPU table
+  std::vector<GpuComparison> gpu_comparisons;
 };
 
 // Writes everything as JSON to `path`; false with a message on stderr when it cannot.
-bool write_json(const std::string& path, const BenchConfig& config, const RunInfo& run,
-                const std::vector<InputInfo>& inputs, const std::vector<Row>& rows,
-                const std::vector<Comparison>& comparisons);
+bool write_json(const std::string& path, const BenchConfig& config, const RunInfo& run, const Results& results);
 
 // "2025-01-31T12:00:00Z"
 std::string utc_now_iso8601();

@@ -80,17 +80,29 @@ struct BackendInfo {
 };
 BackendInfo backend_info();
 
-// Resolves `automatic` for a codec and checks that the choice can run here.
-// Returns no_device or unsupported with a reason when it cannot.
+// Resolves `automatic` for a codec and checks that the choice can run here:
+// `automatic` is the GPU when this build has CUDA and a device is present,
+// else the CPU. Returns no_device or unsupported with a reason when the
+// request cannot run. This answers for decompression and for compression at
+// the default level; compression at another level asks the overload below.
 Status resolve_backend(Codec codec, Backend requested, Backend* resolved);
+
+// As above, for compression at `level` (as BatchOptions::level). The GPU's
+// LZ4 encoder has one level, LZ4 fast with acceleration 1, what levels 0..2
+// mean on the CPU. So `automatic` is the CPU for the levels the GPU lacks (HC
+// levels 3..12 and the faster negative levels), and `gpu` with an HC level is
+// unsupported; `gpu` with a negative level runs at acceleration 1 (smaller
+// output than asked for, still valid).
+Status resolve_backend(Codec codec, Backend requested, int level, Backend* resolved);
 
 // Hardware threads of this machine (at least 1).
 int hardware_threads();
 
 // ----------------------------------------------------- batch data model ----
 
-// One item of a batch: a pointer and a size. Host memory for the CPU backend,
-// device memory for the GPU backend.
+// One item of a batch: a pointer and a size, in host memory for every
+// backend (the GPU backend copies items to the device and results back;
+// device-resident batches use tandem_gpu.hpp).
 struct ConstBuffer {
   const void* data = nullptr;
   std::size_t size = 0;
@@ -107,6 +119,12 @@ struct ItemResult {
 };
 
 struct BatchOptions {
+  // gpu: items go through the GPU (their bytes are copied to the device and
+  // back). automatic: the GPU for a batch of 16 MiB and more at a level it
+  // has (see resolve_backend) when, by rates tandem measured, it outruns the
+  // CPU's threads, which takes many items (on a 16-core host: some 700 items
+  // to compress; decoding stays on the CPU); else, or when the device fails,
+  // the CPU.
   Backend backend = Backend::automatic;
   // LZ4: 0..2 fast (acceleration 1), 3..12 high compression (HC), -N: fast
   // with acceleration N (faster, larger output).
@@ -198,6 +216,10 @@ struct Lz4FrameOptions {
   bool content_size = true;             // store the size when the source knows it
   bool legacy = false;                  // write the legacy format (lz4 -l): 8 MiB blocks, no checksums
   int threads = 0;                      // 0 = all hardware threads
+  // Independent blocks may be compressed on the GPU (automatic: batches as
+  // BatchOptions::backend says, such as 64 KiB blocks of an input in memory);
+  // linked blocks and the legacy format always are on the CPU. A batch that
+  // the device fails is redone on the CPU, silently.
   Backend backend = Backend::automatic;
   ProgressFn progress;                  // may be empty
 };
@@ -206,6 +228,8 @@ struct Lz4DecodeOptions {
   int threads = 0;                      // 0 = all hardware threads
   std::uint64_t max_output = UINT64_MAX;  // fail with output_limit beyond this many bytes
   bool verify_checksums = true;         // check block and content checksums when present
+  // As Lz4FrameOptions::backend: independent blocks of LZ4 frames may decode
+  // on the GPU; checksums are verified on the CPU.
   Backend backend = Backend::automatic;
   ProgressFn progress;                  // may be empty
 };
@@ -226,7 +250,8 @@ std::size_t lz4_frame_max_compressed_size(std::size_t input_size, const Lz4Frame
 // Compresses everything `in` yields into one frame written to `out`. Work goes
 // in batches of two blocks per thread, so memory stays bounded whatever the
 // input's size (batches grow to about 64 MiB when the input is already in
-// memory). Independent blocks are compressed in parallel.
+// memory; with Backend::gpu, batches are 64 MiB, and up to 256 MiB in memory).
+// Independent blocks are compressed in parallel.
 Status lz4_compress_stream(Source& in, Sink& out, const Lz4FrameOptions& options = {},
                            StreamStats* stats = nullptr);
 

@@ -39,7 +39,7 @@ bool is_subcommand(std::string_view s) { return s == "compress" || s == "decompr
 // CLI11 to report, not level 3.
 bool takes_value(std::string_view s) {
   for (const char* option : {"-o", "--output", "-T", "--threads", "-B", "--backend", "--codec", "--chunk",
-                             "--json", "--min-time", "--runs"}) {
+                             "--chunks", "--json", "--min-time", "--runs"}) {
     if (s == option) return true;
   }
   return false;
@@ -228,7 +228,9 @@ void add_file_options(CLI::App* app, FileArgs* a) {
       ->type_name("N")
       ->check(at_least(0, true))
       ->take_last();
-  app->add_option("--backend", a->backend, "Where to run: cpu, gpu or auto (default)")
+  app->add_option("--backend", a->backend,
+                  "Where to run: cpu, gpu or auto (default: the GPU where there is one and a batch "
+                  "suits it); the GPU compresses at -1/-2 only")
       ->type_name("cpu|gpu|auto")
       ->check(silent(CLI::IsMember(kBackends)))
       ->take_last();
@@ -275,6 +277,7 @@ bool make_file_options(const FileArgs& a, bool decompress_command, FileOptions* 
 // Values of the bench options before they are checked.
 struct BenchArgs {
   std::string chunk = "4M";
+  std::string chunks;  // GPU chunk sizes; empty: the bench's default list
   int level = 0;
 };
 
@@ -363,6 +366,8 @@ CommandLine parse_command_line(int argc, char** argv) {
       ->check(silent(CLI::IsMember(kBackends)));
   bench_cmd->add_option("--chunk", bench_args.chunk, "Block size: 64K, 256K, 1M or 4M (default)")
       ->type_name("SIZE");
+  bench_cmd->add_option("--chunks", bench_args.chunks, "GPU chunk sizes, e.g. 4K,16K,64K,256K (the default)")
+      ->type_name("SIZES");
   bench_cmd->add_option("-T,--threads", bench.threads, "Threads of the all-threads figures, 0 = all")
       ->type_name("N")
       ->check(at_least(0, true));
@@ -404,6 +409,11 @@ CommandLine parse_command_line(int argc, char** argv) {
     }
     if (!check_level(bench_args.level, &error)) {
       usage_error(error);
+      result.exit_code = 2;
+      return result;
+    }
+    if (!bench_args.chunks.empty() && !bench::parse_chunk_list(bench_args.chunks, &bench.gpu_chunks, &error)) {
+      usage_error("--chunks: " + error);
       result.exit_code = 2;
       return result;
     }

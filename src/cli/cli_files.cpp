@@ -344,15 +344,18 @@ bool process_file(const std::string& input, const FileOptions& options) {
 
 }  // namespace
 
-int run_files(const FileOptions& requested) {
-  FileOptions options = requested;
+int run_files(const FileOptions& options) {
+  // Fail early, once, when the backend cannot run here (no GPU, or a level
+  // the GPU lacks). The library gets the request itself: with `auto` it picks
+  // per batch (small inputs stay on the CPU).
   Backend resolved = Backend::cpu;
-  if (const Status s = resolve_backend(Codec::lz4, options.backend, &resolved); !s) {
+  const Status s = options.decompress
+                       ? resolve_backend(Codec::lz4, options.backend, &resolved)
+                       : resolve_backend(Codec::lz4, options.backend, options.frame.level, &resolved);
+  if (!s) {
     std::fprintf(stderr, "tandem: --backend %s: %s\n", backend_name(options.backend), s.to_string().c_str());
     return 1;
   }
-  options.backend = resolved;
-  options.frame.backend = resolved;
 
   bool reads_stdin = false;
   for (const auto& input : options.inputs) reads_stdin |= input == "-";

@@ -10,16 +10,26 @@
 // checksum runs as one more task beside the block tasks of the same batch.
 // Linked blocks compress one after another in a single task, since each one
 // may refer to the one before.
+//
+// On the GPU, batches are larger (see gpu/lz4_gpu_engine.hpp) and the shared
+// engine compresses the independent blocks of a batch straight into the same
+// slots, each capped at its input's size less one, while the content checksum
+// runs on a thread of its own; each block is framed (word, raw copy when the
+// GPU could not shrink it, block checksum) as soon as the engine has finished
+// it. A batch that the device fails is compressed again on the CPU.
 #define XXH_STATIC_LINKING_ONLY
 #include <xxhash.h>
 
 #include <algorithm>
 #include <cstring>
+#include <future>
+#include <system_error>
 #include <vector>
 
 #include "common/thread_pool.hpp"
 #include "cpu/lz4_block_cpu.hpp"
 #include "format/lz4_frame_format.hpp"
+#include "gpu/lz4_gpu_engine.hpp"
 #include "tandem/tandem.hpp"
 
 namespace tandem {
@@ -31,15 +41,13 @@ using lz4f::write_le32;
 // A block's slot: word, payload (at most the block itself), block checksum.
 constexpr std::size_t kSlotOverhead = 8;
 
-// Writes the block at `in` (n bytes) into `slot` as a frame block: word,
-// payload (compressed, or raw when compression does not shrink it) and, when
-// asked, its checksum. Returns the bytes used.
-template <class CompressFn>
-std::size_t emit_block(const std::uint8_t* in, std::size_t n, std::uint8_t* slot, bool block_checksum,
-                       CompressFn&& compress) {
+// Completes the frame block in `slot` for the n input bytes at `in`, whose
+// payload (at slot + 4) already holds `size` < n compressed bytes, or which is
+// stored raw when `size` is 0: word, payload and, when asked, its checksum.
+// Returns the bytes used.
+std::size_t frame_block(const std::uint8_t* in, std::size_t n, std::uint8_t* slot, std::size_t size,
+                        bool block_checksum) {
   std::uint8_t* payload = slot + 4;
-  // A capacity of n - 1 makes liblz4 give up early on incompressible data.
-  std::size_t size = n > 1 ? compress(in, n, payload, n - 1) : 0;
   if (size == 0) {
     std::memcpy(payload, in, n);
     size = n;
@@ -53,6 +61,61 @@ std::size_t emit_block(const std::uint8_t* in, std::size_t n, std::uint8_t* slot
     used += 4;
   }
   return used;
+}
+
+// Writes the block at `in` (n bytes) into `slot` as a frame block, compressed
+// when that makes it smaller.
+template <class CompressFn>
+std::size_t emit_block(const std::uint8_t* in, std::size_t n, std::uint8_t* slot, bool block_checksum,
+                       CompressFn&& compress) {
+  // A capacity of n - 1 makes liblz4 give up early on incompressible data.
+  return frame_block(in, n, slot, n > 1 ? compress(in, n, slot + 4, n - 1) : 0, block_checksum);
+}
+
+// Per-batch arrays of the GPU path, kept to reuse their memory.
+struct GpuBatch {
+  std::vector<ConstBuffer> inputs;
+  std::vector<MutableBuffer> outputs;
+  std::vector<ItemResult> results;
+  std::vector<gpu::ItemStatus> statuses;
+};
+
+// Compresses the nb blocks of a batch (n bytes at src) on the GPU into their
+// slots and frames them, setting used[i]. False when the device failed: the
+// slots are then to be written again on the CPU.
+bool compress_blocks_on_gpu(gpu::Lz4HostEngine& engine, const std::uint8_t* src, std::size_t n, std::size_t block,
+                            std::uint8_t* room, std::size_t slot, bool block_checksum, int threads, GpuBatch* g,
+                            std::vector<std::size_t>* used) {
+  const std::size_t nb = (n + block - 1) / block;
+  auto block_len = [&](std::size_t i) { return std::min(block, n - i * block); };
+  g->inputs.resize(nb);
+  g->outputs.resize(nb);
+  g->results.resize(nb);
+  g->statuses.resize(nb);
+  for (std::size_t i = 0; i < nb; ++i) {
+    // Capacity len - 1: a block that does not shrink fails output_too_small
+    // and is stored raw, as on the CPU.
+    g->inputs[i] = {src + i * block, block_len(i)};
+    g->outputs[i] = {room + i * slot + 4, block_len(i) - 1};
+  }
+  std::size_t framed = 0;
+  auto frame_done = [&](std::size_t done) {
+    detail::parallel_for(done - framed, threads, [&](std::size_t k) {
+      const std::size_t i = framed + k;
+      const ItemResult& r = g->results[i];
+      const bool shrunk = r.status && g->statuses[i] != gpu::ItemStatus::incompressible && r.size < block_len(i);
+      (*used)[i] = frame_block(src + i * block, block_len(i), room + i * slot, shrunk ? r.size : 0, block_checksum);
+    });
+    framed = done;
+  };
+  Status s;
+  {
+    const auto lock = engine.lock();
+    s = engine.compress(g->inputs, g->outputs, g->results, g->statuses, frame_done);
+  }
+  // Item failures other than the device's (output_too_small above all) were
+  // framed raw; only a failed call remains.
+  return s.code != StatusCode::device_error && framed == nb;
 }
 
 Status compress_legacy(Source& in, Sink& out, const Lz4FrameOptions& o, int threads, StreamStats* stats) {
@@ -123,7 +186,7 @@ Status lz4_compress_stream(Source& in, Sink& out, const Lz4FrameOptions& o, Stre
   }
   if (o.level > 12) return {StatusCode::invalid_argument, "LZ4 levels go up to 12"};
   Backend backend;
-  if (Status s = resolve_backend(Codec::lz4, o.backend, &backend); !s) return s;
+  if (Status s = resolve_backend(Codec::lz4, o.backend, o.level, &backend); !s) return s;
   const int threads = detail::effective_threads(o.threads);
   if (stats) *stats = {};
   if (o.legacy) return compress_legacy(in, out, o, threads, stats);
@@ -141,8 +204,20 @@ Status lz4_compress_stream(Source& in, Sink& out, const Lz4FrameOptions& o, Stre
 
   const std::size_t block = o.block_size;
   const std::size_t slot = block + kSlotOverhead;
-  const std::size_t batch = detail::batch_items(threads);
-  const std::size_t max_batch = detail::max_batch_items(threads, block);
+  // Independent blocks may go to the GPU: when asked for, or with `automatic`
+  // for batches that suit it (the engine is created on the first such batch).
+  // Only an explicit request enlarges the batches: `automatic` keeps the
+  // CPU's memory bound.
+  const bool gpu_wanted = backend == Backend::gpu && !o.linked_blocks;
+  std::size_t batch = detail::batch_items(threads);
+  std::size_t max_batch = detail::max_batch_items(threads, block);
+  if (gpu_wanted && o.backend == Backend::gpu) {
+    batch = std::max(batch, gpu::kStreamBatchBytes / block);
+    max_batch = std::max(max_batch, gpu::kMemoryBatchBytes / block);
+  }
+  gpu::Lz4HostEngine* engine = nullptr;
+  bool engine_failed = false;
+  GpuBatch gpu_scratch;
   std::vector<std::size_t> used(max_batch);
   XXH32_state_t xxh;
   XXH32_reset(&xxh, 0);
@@ -170,11 +245,34 @@ Status lz4_compress_stream(Source& in, Sink& out, const Lz4FrameOptions& o, Stre
     if (Status s = out.reserve(n + nb * kSlotOverhead, &room); !s) return s;
     const std::uint8_t* src = in.data();
     auto block_len = [&](std::size_t i) { return std::min(block, n - i * block); };
+    bool hashed = !o.content_checksum;
+    bool on_gpu = false;
+    const bool gpu_batch =
+        gpu_wanted && !engine_failed &&
+        (o.backend == Backend::gpu || gpu::auto_prefers_gpu(gpu::Direction::compress, nb, n, threads));
+    if (gpu_batch) {
+      if (!engine) engine_failed = !gpu::Lz4HostEngine::shared(&engine);
+      if (engine) {
+        // The checksum on a thread of its own, beside the engine's use of the pool.
+        std::future<void> hashing;
+        if (!hashed) {
+          try {
+            hashing = std::async(std::launch::async, [&] { XXH32_update(&xxh, src, n); });
+            hashed = true;
+          } catch (const std::system_error&) {
+            // No thread to be had: the CPU task below hashes.
+          }
+        }
+        on_gpu = compress_blocks_on_gpu(*engine, src, n, block, room, slot, o.block_checksum, threads, &gpu_scratch,
+                                        &used);
+        if (hashing.valid()) hashing.get();
+      }
+    }
     // Task 0 is the content checksum; the others are blocks (one chained task when linked).
-    const std::size_t tasks = 1 + (o.linked_blocks ? 1 : nb);
+    const std::size_t tasks = 1 + (on_gpu ? 0 : o.linked_blocks ? 1 : nb);
     detail::parallel_for(tasks, threads, [&](std::size_t t) {
       if (t == 0) {
-        if (o.content_checksum) XXH32_update(&xxh, src, n);
+        if (!hashed) XXH32_update(&xxh, src, n);
       } else if (o.linked_blocks) {
         for (std::size_t i = 0; i < nb; ++i) {
           used[i] = emit_block(src + i * block, block_len(i), room + i * slot, o.block_checksum, compress_linked);

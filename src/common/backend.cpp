@@ -40,22 +40,44 @@ BackendInfo backend_info() {
   return info;
 }
 
+namespace {
+
+// Whether the GPU can run here; its reason when not.
+Status gpu_usable() {
+  const BackendInfo info = backend_info();
+  if (!info.cuda_compiled) return {StatusCode::no_device, "this build of tandem has no CUDA backend"};
+  if (info.gpu_count == 0) return {StatusCode::no_device, "no CUDA device found"};
+  return {};
+}
+
+}  // namespace
+
 Status resolve_backend(Codec codec, Backend requested, Backend* resolved) {
   if (codec != Codec::lz4) return {StatusCode::invalid_argument, "unknown codec"};
   switch (requested) {
     case Backend::cpu:
-    case Backend::automatic:
-      // Every codec has a CPU path; the GPU joins `auto` once a codec has kernels.
       *resolved = Backend::cpu;
       return {};
-    case Backend::gpu: {
-      const BackendInfo info = backend_info();
-      if (!info.cuda_compiled) return {StatusCode::no_device, "this build of tandem has no CUDA backend"};
-      if (info.gpu_count == 0) return {StatusCode::no_device, "no CUDA device found"};
-      return {StatusCode::unsupported, "the GPU backend has no LZ4 kernels yet; use --backend cpu or auto"};
-    }
+    case Backend::automatic:
+      *resolved = gpu_usable() ? Backend::gpu : Backend::cpu;
+      return {};
+    case Backend::gpu:
+      if (Status s = gpu_usable(); !s) return s;
+      *resolved = Backend::gpu;
+      return {};
   }
   return {StatusCode::invalid_argument, "unknown backend"};
+}
+
+Status resolve_backend(Codec codec, Backend requested, int level, Backend* resolved) {
+  if (Status s = resolve_backend(codec, requested, resolved); !s) return s;
+  // The GPU encoder is LZ4 fast at acceleration 1: levels 0..2.
+  const bool hc = level >= 3;
+  if (requested == Backend::gpu && hc) {
+    return {StatusCode::unsupported, "the GPU encoder has no HC levels (3 and up); use --backend cpu"};
+  }
+  if (requested == Backend::automatic && (hc || level < 0)) *resolved = Backend::cpu;
+  return {};
 }
 
 }  // namespace tandem

@@ -21,7 +21,7 @@ constexpr std::size_t kEncodeSharedBytes = kEncodeWarps * lz4k::table_bytes(Clas
 __device__ __forceinline__ void finish_item(std::size_t item, std::uint32_t size, ItemStatus status,
                                             std::size_t* out_sizes, ItemStatus* statuses) {
   if ((threadIdx.x & 31) == 0) {
-    out_sizes[item] = size;
+    out_sizes[item] = status == ItemStatus::ok || status == ItemStatus::incompressible ? size : 0;
     if (statuses) statuses[item] = status;
   }
 }

@@ -15,11 +15,15 @@ TEST(GpuDevice, ReportsTheDevice) {
   EXPECT_FALSE(info.gpu_name.empty());
 }
 
-TEST(GpuDevice, AutoFallsBackToTheCpuForLz4) {
+TEST(GpuDevice, AutoChoosesTheGpuExceptForHcLevels) {
   if (!have_gpu()) GTEST_SKIP() << "no CUDA device on this machine: GPU tests skipped";
-  tandem::Backend b = tandem::Backend::gpu;
+  tandem::Backend b = tandem::Backend::cpu;
   ASSERT_TRUE(tandem::resolve_backend(tandem::Codec::lz4, tandem::Backend::automatic, &b).ok());
-  EXPECT_EQ(b, tandem::Backend::cpu);
+  EXPECT_EQ(b, tandem::Backend::gpu);
+  ASSERT_TRUE(tandem::resolve_backend(tandem::Codec::lz4, tandem::Backend::automatic, 9, &b).ok());
+  EXPECT_EQ(b, tandem::Backend::cpu) << "the GPU encoder has no HC levels";
+  EXPECT_EQ(tandem::resolve_backend(tandem::Codec::lz4, tandem::Backend::gpu, 9, &b).code,
+            tandem::StatusCode::unsupported);
 }
 
 }  // namespace
