@@ -27,13 +27,10 @@ Status check_batch(Codec codec, Direction direction, std::span<const ConstBuffer
   if (!s) return s;
   *gpu = false;
   if (backend != Backend::gpu || inputs.empty()) return {};
-  if (options.backend == Backend::gpu) {
-    *gpu = true;
-    return {};
-  }
   std::size_t bytes = 0;
   for (const ConstBuffer& in : inputs) bytes += in.size;
-  *gpu = gpu::auto_prefers_gpu(direction, inputs.size(), bytes, detail::effective_threads(options.threads));
+  *gpu = gpu::batch_on_gpu(options.backend, direction, inputs.size(), bytes,
+                           detail::effective_threads(options.threads));
   return {};
 }
 

@@ -334,9 +334,7 @@ void FrameDecoder::hash_while_decoding(std::size_t n, DecodeFn&& decode, const s
 
 gpu::Lz4HostEngine* FrameDecoder::engine_for(std::size_t blocks, std::size_t bytes) {
   if (!gpu_wanted_ || engine_failed_) return nullptr;
-  if (o_.backend != Backend::gpu && !gpu::auto_prefers_gpu(gpu::Direction::decompress, blocks, bytes, threads_)) {
-    return nullptr;
-  }
+  if (!gpu::batch_on_gpu(o_.backend, gpu::Direction::decompress, blocks, bytes, threads_)) return nullptr;
   if (!engine_) engine_failed_ = !gpu::Lz4HostEngine::shared(&engine_);
   return engine_;
 }
@@ -515,10 +513,7 @@ Status FrameDecoder::decode_frame() {
   const bool gpu = gpu_wanted_ && h.independent_blocks;
   std::size_t batch = detail::batch_items(threads_);
   std::size_t max_batch = detail::max_batch_items(threads_, h.block_max);
-  if (gpu && o_.backend == Backend::gpu) {  // `automatic` keeps the CPU's memory bound
-    batch = std::max(batch, gpu::kStreamBatchBytes / h.block_max);
-    max_batch = std::max(max_batch, gpu::kMemoryBatchBytes / h.block_max);
-  }
+  if (gpu) gpu::grow_batches_for_gpu(o_.backend, h.block_max, &batch, &max_batch);
   for (bool end = false; !end;) {
     std::size_t scanned = 0;
     if (Status s = scan_blocks(h, batch, max_batch, &blocks, &scanned, &end); !s) return s;

@@ -211,10 +211,7 @@ Status lz4_compress_stream(Source& in, Sink& out, const Lz4FrameOptions& o, Stre
   const bool gpu_wanted = backend == Backend::gpu && !o.linked_blocks;
   std::size_t batch = detail::batch_items(threads);
   std::size_t max_batch = detail::max_batch_items(threads, block);
-  if (gpu_wanted && o.backend == Backend::gpu) {
-    batch = std::max(batch, gpu::kStreamBatchBytes / block);
-    max_batch = std::max(max_batch, gpu::kMemoryBatchBytes / block);
-  }
+  if (gpu_wanted) gpu::grow_batches_for_gpu(o.backend, block, &batch, &max_batch);
   gpu::Lz4HostEngine* engine = nullptr;
   bool engine_failed = false;
   GpuBatch gpu_scratch;
@@ -248,8 +245,7 @@ Status lz4_compress_stream(Source& in, Sink& out, const Lz4FrameOptions& o, Stre
     bool hashed = !o.content_checksum;
     bool on_gpu = false;
     const bool gpu_batch =
-        gpu_wanted && !engine_failed &&
-        (o.backend == Backend::gpu || gpu::auto_prefers_gpu(gpu::Direction::compress, nb, n, threads));
+        gpu_wanted && !engine_failed && gpu::batch_on_gpu(o.backend, gpu::Direction::compress, nb, n, threads);
     if (gpu_batch) {
       if (!engine) engine_failed = !gpu::Lz4HostEngine::shared(&engine);
       if (engine) {

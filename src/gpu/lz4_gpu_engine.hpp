@@ -58,6 +58,21 @@ inline bool auto_prefers_gpu(Direction direction, std::size_t items, std::size_t
   return gpu > r.per_thread * threads;
 }
 
+// Whether a batch whose backend resolved to the GPU goes there: always when
+// the caller asked for the GPU, by auto_prefers_gpu when it asked for auto.
+inline bool batch_on_gpu(Backend requested, Direction direction, std::size_t items, std::size_t bytes, int threads) {
+  return requested == Backend::gpu || auto_prefers_gpu(direction, items, bytes, threads);
+}
+
+// The frame codecs' batch sizes in blocks of `block` bytes (*batch from a
+// stream, *max_batch in memory), raised to the GPU's when the caller asked for
+// the GPU; `automatic` keeps the CPU's memory bound.
+inline void grow_batches_for_gpu(Backend requested, std::size_t block, std::size_t* batch, std::size_t* max_batch) {
+  if (requested != Backend::gpu) return;
+  *batch = std::max(*batch, kStreamBatchBytes / block);
+  *max_batch = std::max(*max_batch, kMemoryBatchBytes / block);
+}
+
 class Lz4HostEngine {
  public:
   // An engine on device 0; no_device when this build or machine has no GPU,

@@ -76,11 +76,10 @@ __global__ void __launch_bounds__(kDecodeWarps * 32)
   finish_item(item, size, status, out_sizes, statuses);
 }
 
-Status launch_status(const char* what) {
+Status launch_status() {
   const cudaError_t e = cudaPeekAtLastError();
   if (e == cudaSuccess) return {};
   (void)cudaGetLastError();
-  (void)what;
   return {StatusCode::device_error, cudaGetErrorString(e)};
 }
 
@@ -99,7 +98,7 @@ Status launch_encode(const void* const* d_in_ptrs, const std::size_t* d_in_sizes
   const std::size_t blocks = (num_items + kEncodeWarps - 1) / kEncodeWarps;
   lz4_encode_kernel<Class><<<static_cast<unsigned>(blocks), kEncodeWarps * 32, kEncodeSharedBytes<Class>, stream>>>(
       d_in_ptrs, d_in_sizes, num_items, d_out_ptrs, d_out_capacities, d_out_sizes, d_statuses);
-  return launch_status("lz4_encode_kernel");
+  return launch_status();
 }
 
 constexpr std::size_t kMaxBlocks = 0x7fffffff;
@@ -145,7 +144,7 @@ Status lz4_decompress_async(const void* const* d_in_ptrs, const std::size_t* d_i
   const std::size_t blocks = (num_items + kDecodeWarps - 1) / kDecodeWarps;
   lz4_decode_kernel<<<static_cast<unsigned>(blocks), kDecodeWarps * 32, 0, stream>>>(
       d_in_ptrs, d_in_sizes, num_items, d_out_ptrs, d_out_capacities, d_out_sizes, d_statuses);
-  return launch_status("lz4_decode_kernel");
+  return launch_status();
 }
 
 }  // namespace tandem::gpu
