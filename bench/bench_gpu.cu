@@ -439,7 +439,7 @@ bool CudaTrial::pack(Set& set) {
 bool CudaTrial::decode(Set& set) {
   if (items_ == 0) return true;
   BENCH_TANDEM(gpu::lz4_decompress_async(set.packed_ptrs.get(),
-                                         set.block_sizes.get(), items_, temp_.get(), temp_bytes_,
+                                         set.block_sizes.get(), max_item_, items_, temp_.get(), temp_bytes_,
                                          set.out_ptrs.get(), item_sizes_.get(), set.decoded_sizes.get(),
                                          set.decode_statuses.get(), stream_.get()));
   return true;

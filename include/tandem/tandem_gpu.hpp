@@ -83,13 +83,16 @@ Status lz4_decompress_temp_size(std::size_t num_items, std::size_t max_output_si
 // untrusted: a block that is not valid LZ4 gets a status, and nothing is read
 // or written outside the given buffers.
 //   d_in_ptrs, d_in_sizes    device arrays [num_items]
+//   max_output_size          the largest of d_out_capacities: it picks the kernels'
+//                            shape (a warp per block for small blocks, a thread block
+//                            per block for large); any value decodes correctly
 //   d_temp, temp_bytes       device, at least lz4_decompress_temp_size; may be null when that is 0
 //   d_out_ptrs               device array [num_items] of device buffers
 //   d_out_capacities         device array [num_items]
 //   d_out_sizes              device array [num_items]: bytes decoded (0 on failure)
 //   d_statuses               device array [num_items], or null
-Status lz4_decompress_async(const void* const* d_in_ptrs, const std::size_t* d_in_sizes, std::size_t num_items,
-                            void* d_temp, std::size_t temp_bytes, void* const* d_out_ptrs,
+Status lz4_decompress_async(const void* const* d_in_ptrs, const std::size_t* d_in_sizes, std::size_t max_output_size,
+                            std::size_t num_items, void* d_temp, std::size_t temp_bytes, void* const* d_out_ptrs,
                             const std::size_t* d_out_capacities, std::size_t* d_out_sizes, ItemStatus* d_statuses,
                             Stream stream);
 

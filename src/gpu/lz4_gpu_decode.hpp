@@ -1,12 +1,22 @@
-// The LZ4 block decoder that the GPU runs: one warp per block, every length,
-// offset and count checked against the input and the output capacity.
+// The LZ4 block decoders that the GPU runs, every length, offset and count
+// checked against the input and the output capacity: decode_block, a thread
+// block of kDecodeWarps warps per LZ4 block, and decode_block_warp, one warp
+// per block, for batches of small blocks.
 //
-// Per sequence the warp loads 32 input bytes at the token in one coalesced
-// step; the token, short literal runs and the offset come out of that window
-// through shuffles, so a typical sequence costs one load of its header and the
-// reads of its match. Long literal runs and non-overlapping matches are copied
-// as aligned 4-byte words; a match that overlaps itself (offset < length)
-// repeats its period, a lane per byte.
+// Parsing an LZ4 block is a chain: where a sequence starts depends on every
+// length before it. Copying mostly is not, so the block splits the two and
+// runs them as a pipeline over rounds of up to kRoundSequences sequences. In
+// step r, warp 0 parses round r + 1's headers into a table in shared memory
+// (checking every field); the copying warps copy round r's literal runs and
+// those of its matches whose source ends before round r - 1 (output that is
+// complete by then), all independent of each other; and warp 1 copies, in
+// order, the matches of round r - 1 that were left: those that read output of
+// round r - 1 itself or of the round before it. Each step ends with one
+// barrier.
+//
+// Long literal runs and non-overlapping matches are copied as aligned 4-byte
+// words; a match that overlaps itself (offset < length) repeats its period, a
+// lane per byte.
 #pragma once
 
 #include <cstdint>
@@ -16,10 +26,41 @@
 
 namespace tandem::gpu::lz4k {
 
+using simt::Block;
 using simt::Lanes;
 using simt::Warp;
 
 inline constexpr std::uint32_t kMinMatch = 4;
+inline constexpr int kDecodeWarps = 4;
+inline constexpr std::uint32_t kRoundSequences = 128;
+
+// One round's sequences, as warp 0 parsed them.
+struct DecodeRound {
+  std::uint32_t lit_src[kRoundSequences];  // input position of the literals
+  std::uint32_t out_pos[kRoundSequences];  // output position of the literals
+  std::uint32_t lit_len[kRoundSequences];
+  std::uint32_t offset[kRoundSequences];     // 0: literals only
+  std::uint32_t match_len[kRoundSequences];  // 0: literals only
+  std::uint16_t dep[kRoundSequences];        // sequences whose match waits for warp 1, in order
+  std::uint32_t count;                       // sequences
+  std::uint32_t dep_count;
+  std::uint32_t complete;   // output below this is written when the round is copied
+  std::uint32_t end_out;    // output position where the round ends (the block's size so far)
+  ItemStatus status;        // ok, or what stopped the parse in this round
+  std::uint32_t last;       // 1: the block ends (or failed) in this round
+};
+
+// The block's shared memory: the rounds being parsed, copied and finished.
+struct DecodeShared {
+  DecodeRound round[3];
+};
+
+// Warp 0's place in the block between rounds.
+struct DecodeCursor {
+  std::uint32_t ip = 0;
+  std::uint32_t op = 0;
+  std::uint32_t round_start = 0;  // where the previous round's output starts
+};
 
 // Adds an LZ4 length extension (bytes of 255 continue it, the first other byte
 // ends it) starting at *p to *len. Returns false when the input ends first.
@@ -49,11 +90,46 @@ TANDEM_HD bool read_length(const Warp& w, const std::uint8_t* in, std::uint32_t 
   }
 }
 
-// Decodes the block in[0, n) into out[0, cap); *out_size receives the bytes
-// decoded (also on failure: how far it got). n and cap are at most
-// kMaxItemSize.
-TANDEM_HD ItemStatus decode_block(const Warp& w, const std::uint8_t* in, std::uint32_t n, std::uint8_t* out,
-                                  std::uint32_t cap, std::uint32_t* out_size) {
+// Copies a match of ml bytes at out[at] from `offset` bytes back. Its source,
+// clipped to below out[at], is written; aligned loads may read up to
+// out[ready).
+TANDEM_HD void copy_match_at(const Warp& w, std::uint8_t* out, std::uint32_t at, std::uint32_t offset,
+                             std::uint32_t ml, std::uint32_t ready) {
+  std::uint8_t* dst = out + at;
+  const std::uint8_t* src = dst - offset;
+  if (offset >= ml) {
+    simt::warp_copy(w, dst, src, ml, out, out + ready);
+  } else if (offset < 32) {
+    // The match repeats its first `offset` bytes; a whole number of periods
+    // fits in a warp, so each lane repeats one byte of the pattern.
+    const std::uint32_t period = (32 / offset) * offset;
+    w.each([&](int l) {
+      const std::uint32_t lane = static_cast<std::uint32_t>(l);
+      if (lane < period) {
+        const std::uint8_t b = src[lane % offset];
+        for (std::uint32_t j = lane; j < ml; j += period) dst[j] = b;
+      }
+    });
+  } else {
+    // Overlapping with a period of 32 or more: copy one period at a time,
+    // each copy reading only bytes written before it.
+    for (std::uint32_t done = 0; done < ml; done += offset) {
+      const std::uint32_t len = ml - done < offset ? ml - done : offset;
+      simt::warp_copy(w, dst + done, src + done, len, out, dst + done);
+      w.sync();
+    }
+  }
+}
+
+// The one-warp decoder, for small blocks, where a batch has many blocks to
+// keep the GPU busy and a block's rounds would not fill a pipeline: the warp
+// parses one sequence at a time, loading 32 input bytes at the token in one
+// coalesced step (the token, short literal runs and the offset come out of
+// that window through shuffles), and copies it. Same checks, statuses and
+// output as decode_block. Decodes in[0, n) into out[0, cap); *out_size
+// receives the bytes decoded (also on failure: how far it got).
+TANDEM_HD ItemStatus decode_block_warp(const Warp& w, const std::uint8_t* in, std::uint32_t n, std::uint8_t* out,
+                                       std::uint32_t cap, std::uint32_t* out_size) {
   std::uint32_t ip = 0;
   std::uint32_t op = 0;
   ItemStatus status = ItemStatus::ok;
@@ -116,30 +192,7 @@ TANDEM_HD ItemStatus decode_block(const Warp& w, const std::uint8_t* in, std::ui
       break;
     }
     w.sync();  // the literals just written may be the match's source
-    std::uint8_t* dst = out + op;
-    const std::uint8_t* src = dst - offset;
-    if (offset >= ml) {
-      simt::warp_copy(w, dst, src, ml, out, dst);
-    } else if (offset < 32) {
-      // The match repeats its first `offset` bytes; a whole number of periods
-      // fits in a warp, so each lane repeats one byte of the pattern.
-      const std::uint32_t period = (32 / offset) * offset;
-      w.each([&](int l) {
-        const std::uint32_t lane = static_cast<std::uint32_t>(l);
-        if (lane < period) {
-          const std::uint8_t b = src[lane % offset];
-          for (std::uint32_t j = lane; j < ml; j += period) dst[j] = b;
-        }
-      });
-    } else {
-      // Overlapping with a period of 32 or more: copy one period at a time,
-      // each copy reading only bytes written before it.
-      for (std::uint32_t done = 0; done < ml; done += offset) {
-        const std::uint32_t len = ml - done < offset ? ml - done : offset;
-        simt::warp_copy(w, dst + done, src + done, len, out, dst + done);
-        w.sync();
-      }
-    }
+    copy_match_at(w, out, op, offset, ml, op);
     op += ml;
     w.sync();
     ip = p;
@@ -148,6 +201,194 @@ TANDEM_HD ItemStatus decode_block(const Warp& w, const std::uint8_t* in, std::ui
   w.sync();
   *out_size = op;
   return status;
+}
+
+// Warp 0: parses up to kRoundSequences sequences from c into r, checking
+// every field. A sequence that fails after its literals keeps them (the
+// output counts them, as the block's size so far); one that fails before
+// them is not recorded.
+TANDEM_HD void parse_round(const Warp& w, const std::uint8_t* in, std::uint32_t n, std::uint32_t cap,
+                           DecodeCursor* c, DecodeRound* r) {
+  std::uint32_t ip = c->ip;
+  std::uint32_t op = c->op;
+  const std::uint32_t complete = c->round_start;
+  c->round_start = op;
+  std::uint32_t count = 0;
+  std::uint32_t deps = 0;
+  ItemStatus status = ItemStatus::ok;
+  bool last = false;
+  // The round reads its headers one after another: have the next 4 KiB of
+  // input on the way at once, rather than a cache miss at every new line.
+  w.each([&](int l) {
+    const std::uint32_t x = ip + 128 * static_cast<std::uint32_t>(l);
+    if (x < n) simt::prefetch_l1(in + x);
+  });
+  const auto record = [&](std::uint32_t src, std::uint32_t at, std::uint32_t lit, std::uint32_t offset,
+                          std::uint32_t ml) {
+    w.each([&](int l) {
+      if (l != 0) return;
+      r->lit_src[count] = src;
+      r->out_pos[count] = at;
+      r->lit_len[count] = lit;
+      r->offset[count] = offset;
+      r->match_len[count] = ml;
+    });
+  };
+  while (count < kRoundSequences) {
+    if (ip >= n) {  // only an empty block gets here: a block must hold a token
+      status = ItemStatus::corrupt_token;
+      break;
+    }
+    const std::uint32_t token = in[ip];
+    std::uint32_t p = ip + 1;
+    std::uint32_t lit = token >> 4;
+    if (lit == 15 && !read_length(w, in, n, &p, &lit, n)) {
+      status = ItemStatus::corrupt_token;
+      break;
+    }
+    if (lit > n - p) {
+      status = ItemStatus::literal_past_input_end;
+      break;
+    }
+    if (lit > cap - op) {
+      status = ItemStatus::output_overflow;
+      break;
+    }
+    const std::uint32_t lit_src = p;
+    const std::uint32_t lit_at = op;
+    op += lit;
+    p += lit;
+    if (p == n) {  // the last sequence: literals only
+      record(lit_src, lit_at, lit, 0, 0);
+      ++count;
+      last = true;
+      break;
+    }
+    if (n - p < 2) {
+      record(lit_src, lit_at, lit, 0, 0);
+      ++count;
+      status = ItemStatus::corrupt_token;
+      break;
+    }
+    const std::uint32_t offset = in[p] | (std::uint32_t{in[p + 1]} << 8);
+    p += 2;
+    std::uint32_t ml = token & 15;
+    if (ml == 15 && !read_length(w, in, n, &p, &ml, cap)) {
+      record(lit_src, lit_at, lit, 0, 0);
+      ++count;
+      status = ItemStatus::corrupt_token;
+      break;
+    }
+    ml += kMinMatch;
+    if (offset == 0 || offset > op) {
+      record(lit_src, lit_at, lit, 0, 0);
+      ++count;
+      status = ItemStatus::offset_out_of_range;
+      break;
+    }
+    if (ml > cap - op) {
+      record(lit_src, lit_at, lit, 0, 0);
+      ++count;
+      status = ItemStatus::match_past_output_end;
+      break;
+    }
+    record(lit_src, lit_at, lit, offset, ml);
+    if (op - offset + ml > complete) {  // reads output that may not be written yet
+      w.each([&](int l) {
+        if (l == 0) r->dep[deps] = static_cast<std::uint16_t>(count);
+      });
+      ++deps;
+    }
+    op += ml;
+    ++count;
+    ip = p;
+    if (ip == n) {  // a block must end with literals
+      status = ItemStatus::corrupt_token;
+      break;
+    }
+  }
+  if (status != ItemStatus::ok) last = true;
+  w.each([&](int l) {
+    if (l != 0) return;
+    r->count = count;
+    r->dep_count = deps;
+    r->complete = complete;
+    r->end_out = op;
+    r->status = status;
+    r->last = last ? 1u : 0u;
+  });
+  c->ip = ip;
+  c->op = op;
+}
+
+// Copies the match of sequence i of r (see copy_match_at).
+TANDEM_HD void copy_match(const Warp& w, const DecodeRound& r, std::uint32_t i, std::uint8_t* out,
+                          std::uint32_t ready) {
+  copy_match_at(w, out, r.out_pos[i] + r.lit_len[i], r.offset[i], r.match_len[i], ready);
+}
+
+// A copying warp (index k of `copiers`): the literals of its share of the
+// round's sequences, and their matches whose source is complete.
+TANDEM_HD void copy_independent(const Warp& w, int k, int copiers, const std::uint8_t* in, std::uint32_t n,
+                                std::uint8_t* out, const DecodeRound& r) {
+  const std::uint32_t count = r.count;
+  const std::uint32_t complete = r.complete;
+  for (std::uint32_t i = static_cast<std::uint32_t>(k); i < count; i += static_cast<std::uint32_t>(copiers)) {
+    const std::uint32_t at = r.out_pos[i];
+    const std::uint32_t lit = r.lit_len[i];
+    simt::warp_copy(w, out + at, in + r.lit_src[i], lit, in, in + n);
+    const std::uint32_t ml = r.match_len[i];
+    if (ml != 0 && at + lit - r.offset[i] + ml <= complete) copy_match(w, r, i, out, complete);
+  }
+}
+
+// Warp 1: the round's remaining matches, in order. Everything before each
+// one's destination is written by then: earlier rounds, this round's literals
+// and independent matches, and the remaining matches before it.
+TANDEM_HD void copy_dependent(const Warp& w, std::uint8_t* out, const DecodeRound& r) {
+  const std::uint32_t deps = r.dep_count;
+  for (std::uint32_t j = 0; j < deps; ++j) {
+    const std::uint32_t i = r.dep[j];
+    copy_match(w, r, i, out, r.out_pos[i] + r.lit_len[i]);
+    w.sync();  // the next match may read this one
+  }
+}
+
+// Decodes the block in[0, n) into out[0, cap) with the block's warps; *out_size
+// receives the bytes decoded (also on failure: how far it got). n and cap are
+// at most kMaxItemSize.
+template <int W>
+TANDEM_HD ItemStatus decode_block(const Block<W>& b, DecodeShared& s, const std::uint8_t* in, std::uint32_t n,
+                                  std::uint8_t* out, std::uint32_t cap, std::uint32_t* out_size) {
+  static_assert(W >= 3, "a parsing warp, an ordering warp and copying warps");
+  DecodeCursor cursor;  // warp 0's
+  b.warps([&](const Warp& w, int wi) {
+    if (wi == 0) parse_round(w, in, n, cap, &cursor, &s.round[0]);
+  });
+  b.sync();
+  // Step r: parse round r + 1, copy round r, finish round r - 1.
+  for (std::uint32_t r = 0;; ++r) {
+    DecodeRound* next = &s.round[(r + 1) % 3];
+    DecodeRound* cur = &s.round[r % 3];
+    DecodeRound* prev = &s.round[(r + 2) % 3];
+    const bool have_prev = r > 0;
+    const bool have_cur = !have_prev || prev->last == 0;
+    const bool parse = have_cur && cur->last == 0;
+    b.warps([&](const Warp& w, int wi) {
+      if (wi == 0) {
+        if (parse) parse_round(w, in, n, cap, &cursor, next);
+      } else if (wi == 1) {
+        if (have_prev) copy_dependent(w, out, *prev);
+      } else if (have_cur) {
+        copy_independent(w, wi - 2, W - 2, in, n, out, *cur);
+      }
+    });
+    b.sync();
+    if (!have_cur) {
+      *out_size = prev->end_out;
+      return prev->status;
+    }
+  }
 }
 
 }  // namespace tandem::gpu::lz4k

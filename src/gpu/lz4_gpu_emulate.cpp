@@ -1,6 +1,7 @@
 // The GPU kernels' bodies, run on the CPU through simt::Warp's host form.
 #include "gpu/lz4_gpu_emulate.hpp"
 
+#include <memory>
 #include <vector>
 
 #include "gpu/lz4_gpu_decode.hpp"
@@ -15,13 +16,19 @@ std::uint32_t clamp_capacity(std::size_t capacity, std::size_t most) {
 }  // namespace
 
 ItemStatus lz4_decode_block_emulated(const std::uint8_t* in, std::size_t in_size, std::uint8_t* out,
-                                     std::size_t capacity, std::size_t* out_size) {
+                                     std::size_t capacity, std::size_t* out_size, DecodeShape shape) {
   *out_size = 0;
   if (in_size > kMaxItemSize || (!in && in_size) || (!out && capacity)) return ItemStatus::invalid_item;
-  const simt::Warp w;
+  const std::uint32_t n = static_cast<std::uint32_t>(in_size);
+  const std::uint32_t cap = clamp_capacity(capacity, kMaxItemSize);
   std::uint32_t size = 0;
-  const ItemStatus status = lz4k::decode_block(w, in, static_cast<std::uint32_t>(in_size), out,
-                                               clamp_capacity(capacity, kMaxItemSize), &size);
+  ItemStatus status;
+  if (shape == DecodeShape::warp) {
+    status = lz4k::decode_block_warp(simt::Warp{}, in, n, out, cap, &size);
+  } else {
+    const auto shared = std::make_unique<lz4k::DecodeShared>();
+    status = lz4k::decode_block(simt::Block<lz4k::kDecodeWarps>{}, *shared, in, n, out, cap, &size);
+  }
   *out_size = size;
   return status;
 }

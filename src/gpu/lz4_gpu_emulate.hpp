@@ -10,9 +10,14 @@
 
 namespace tandem::gpu {
 
+// The two shapes of the GPU decoder: a thread block per LZ4 block, or a warp
+// (for batches of small blocks). They give the same statuses and bytes.
+enum class DecodeShape { block, warp };
+
 // Decodes one LZ4 block as the GPU kernel does; *out_size gets the bytes written.
 ItemStatus lz4_decode_block_emulated(const std::uint8_t* in, std::size_t in_size, std::uint8_t* out,
-                                     std::size_t capacity, std::size_t* out_size);
+                                     std::size_t capacity, std::size_t* out_size,
+                                     DecodeShape shape = DecodeShape::block);
 
 // Compresses one item as the GPU kernel does.
 ItemStatus lz4_encode_block_emulated(const std::uint8_t* in, std::size_t in_size, std::uint8_t* out,

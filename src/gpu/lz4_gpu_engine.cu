@@ -464,8 +464,8 @@ Status CudaLz4Engine::launch(Slot& slot, const Call& c, Range range) {
       c.mode == Mode::compress
           ? lz4_compress_async(d.in_ptrs, d.in_sizes, max_in, m, slot.d_temp.data(), temp_bytes, d.out_ptrs,
                                nullptr, r.sizes, r.statuses, stream)
-          : lz4_decompress_async(d.in_ptrs, d.in_sizes, m, slot.d_temp.data(), temp_bytes, d.out_ptrs, d.out_caps,
-                                 r.sizes, r.statuses, stream);
+          : lz4_decompress_async(d.in_ptrs, d.in_sizes, max_out, m, slot.d_temp.data(), temp_bytes, d.out_ptrs,
+                                 d.out_caps, r.sizes, r.statuses, stream);
   slot.busy = true;  // from the first enqueued work on
   // A launch the kernels refuse is the device path failing, whatever its code.
   if (!kernel) return {StatusCode::device_error, kernel.reason};

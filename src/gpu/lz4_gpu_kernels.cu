@@ -1,5 +1,5 @@
-// The batched LZ4 calls of tandem_gpu.hpp: one warp per item, the bodies in
-// lz4_gpu_encode.hpp and lz4_gpu_decode.hpp.
+// The batched LZ4 calls of tandem_gpu.hpp, the bodies in lz4_gpu_encode.hpp
+// and lz4_gpu_decode.hpp.
 #include <cuda_runtime.h>
 
 #include <mutex>
@@ -13,7 +13,6 @@ namespace tandem::gpu {
 namespace {
 
 constexpr int kEncodeWarps = 4;  // warps per block; each has its own hash table
-constexpr int kDecodeWarps = 8;
 
 template <int Class>
 constexpr std::size_t kEncodeSharedBytes = kEncodeWarps * lz4k::table_bytes(Class);
@@ -54,25 +53,63 @@ __global__ void __launch_bounds__(kEncodeWarps * 32)
   finish_item(item, size, status, out_sizes, statuses);
 }
 
-__global__ void __launch_bounds__(kDecodeWarps * 32)
-    lz4_decode_kernel(const void* const* in_ptrs, const std::size_t* in_sizes, std::size_t num_items,
-                      void* const* out_ptrs, const std::size_t* out_capacities, std::size_t* out_sizes,
-                      ItemStatus* statuses) {
-  const std::size_t item = static_cast<std::size_t>(blockIdx.x) * kDecodeWarps + threadIdx.x / 32;
-  if (item >= num_items) return;
-  const std::uint8_t* in = static_cast<const std::uint8_t*>(in_ptrs[item]);
-  std::uint8_t* out = static_cast<std::uint8_t*>(out_ptrs[item]);
+// An item of a decode launch, its checks done the same way for both shapes.
+struct DecodeItem {
+  const std::uint8_t* in;
+  std::uint8_t* out;
+  std::uint32_t n;
+  std::uint32_t cap;
+};
+
+__device__ __forceinline__ bool decode_item(std::size_t item, const void* const* in_ptrs, const std::size_t* in_sizes,
+                                            void* const* out_ptrs, const std::size_t* out_capacities,
+                                            DecodeItem* d) {
+  d->in = static_cast<const std::uint8_t*>(in_ptrs[item]);
+  d->out = static_cast<std::uint8_t*>(out_ptrs[item]);
   const std::size_t n = in_sizes[item];
   std::size_t cap = out_capacities[item];
   if (cap > kMaxItemSize) cap = kMaxItemSize;
-  if (n > kMaxItemSize || (!in && n) || (!out && cap)) {
+  d->n = static_cast<std::uint32_t>(n);
+  d->cap = static_cast<std::uint32_t>(cap);
+  return n <= kMaxItemSize && (d->in || !n) && (d->out || !cap);
+}
+
+// One thread block per item: its warps decode the item together.
+__global__ void __launch_bounds__(lz4k::kDecodeWarps * 32)
+    lz4_decode_block_kernel(const void* const* in_ptrs, const std::size_t* in_sizes, std::size_t num_items,
+                            void* const* out_ptrs, const std::size_t* out_capacities, std::size_t* out_sizes,
+                            ItemStatus* statuses) {
+  __shared__ lz4k::DecodeShared shared;
+  const std::size_t item = blockIdx.x;
+  if (item >= num_items) return;
+  const bool first_thread = threadIdx.x == 0;
+  DecodeItem d;
+  if (!decode_item(item, in_ptrs, in_sizes, out_ptrs, out_capacities, &d)) {
+    if (first_thread) finish_item(item, 0, ItemStatus::invalid_item, out_sizes, statuses);
+    return;  // the whole block: every thread sees the same item
+  }
+  std::uint32_t size = 0;
+  const ItemStatus status =
+      lz4k::decode_block(simt::Block<lz4k::kDecodeWarps>{}, shared, d.in, d.n, d.out, d.cap, &size);
+  if (first_thread) finish_item(item, size, status, out_sizes, statuses);
+}
+
+// One warp per item, for batches of small items.
+constexpr int kDecodeItemsPerBlock = 8;
+
+__global__ void __launch_bounds__(kDecodeItemsPerBlock * 32)
+    lz4_decode_warp_kernel(const void* const* in_ptrs, const std::size_t* in_sizes, std::size_t num_items,
+                           void* const* out_ptrs, const std::size_t* out_capacities, std::size_t* out_sizes,
+                           ItemStatus* statuses) {
+  const std::size_t item = static_cast<std::size_t>(blockIdx.x) * kDecodeItemsPerBlock + threadIdx.x / 32;
+  if (item >= num_items) return;
+  DecodeItem d;
+  if (!decode_item(item, in_ptrs, in_sizes, out_ptrs, out_capacities, &d)) {
     finish_item(item, 0, ItemStatus::invalid_item, out_sizes, statuses);
     return;
   }
-  const simt::Warp w;
   std::uint32_t size = 0;
-  const ItemStatus status =
-      lz4k::decode_block(w, in, static_cast<std::uint32_t>(n), out, static_cast<std::uint32_t>(cap), &size);
+  const ItemStatus status = lz4k::decode_block_warp(simt::Warp{}, d.in, d.n, d.out, d.cap, &size);
   finish_item(item, size, status, out_sizes, statuses);
 }
 
@@ -102,6 +139,10 @@ Status launch_encode(const void* const* d_in_ptrs, const std::size_t* d_in_sizes
 }
 
 constexpr std::size_t kMaxBlocks = 0x7fffffff;
+// Batches whose blocks decode to at most this many bytes run a warp per
+// block: there are enough of them to fill the GPU, and too few sequences in
+// each for the thread-block decoder's pipeline to pay.
+constexpr std::size_t kDecodeWarpShapeMax = 16 * 1024;
 
 }  // namespace
 
@@ -130,8 +171,8 @@ Status lz4_compress_async(const void* const* d_in_ptrs, const std::size_t* d_in_
   }
 }
 
-Status lz4_decompress_async(const void* const* d_in_ptrs, const std::size_t* d_in_sizes, std::size_t num_items,
-                            void* d_temp, std::size_t temp_bytes, void* const* d_out_ptrs,
+Status lz4_decompress_async(const void* const* d_in_ptrs, const std::size_t* d_in_sizes, std::size_t max_output_size,
+                            std::size_t num_items, void* d_temp, std::size_t temp_bytes, void* const* d_out_ptrs,
                             const std::size_t* d_out_capacities, std::size_t* d_out_sizes, ItemStatus* d_statuses,
                             Stream stream) {
   (void)d_temp;
@@ -140,10 +181,15 @@ Status lz4_decompress_async(const void* const* d_in_ptrs, const std::size_t* d_i
   if (!d_in_ptrs || !d_in_sizes || !d_out_ptrs || !d_out_capacities || !d_out_sizes) {
     return {StatusCode::invalid_argument, "null device array"};
   }
-  if (num_items / kDecodeWarps >= kMaxBlocks) return {StatusCode::invalid_argument, "too many items"};
-  const std::size_t blocks = (num_items + kDecodeWarps - 1) / kDecodeWarps;
-  lz4_decode_kernel<<<static_cast<unsigned>(blocks), kDecodeWarps * 32, 0, stream>>>(
-      d_in_ptrs, d_in_sizes, num_items, d_out_ptrs, d_out_capacities, d_out_sizes, d_statuses);
+  if (num_items > kMaxBlocks) return {StatusCode::invalid_argument, "too many items"};
+  if (max_output_size <= kDecodeWarpShapeMax) {
+    const std::size_t blocks = (num_items + kDecodeItemsPerBlock - 1) / kDecodeItemsPerBlock;
+    lz4_decode_warp_kernel<<<static_cast<unsigned>(blocks), kDecodeItemsPerBlock * 32, 0, stream>>>(
+        d_in_ptrs, d_in_sizes, num_items, d_out_ptrs, d_out_capacities, d_out_sizes, d_statuses);
+  } else {
+    lz4_decode_block_kernel<<<static_cast<unsigned>(num_items), lz4k::kDecodeWarps * 32, 0, stream>>>(
+        d_in_ptrs, d_in_sizes, num_items, d_out_ptrs, d_out_capacities, d_out_sizes, d_statuses);
+  }
   return launch_status();
 }
 

@@ -13,7 +13,8 @@ Status lz4_compress_async(const void* const*, const std::size_t*, std::size_t, s
   return kNoCuda;
 }
 
-Status lz4_decompress_async(const void* const*, const std::size_t*, std::size_t, void*, std::size_t, void* const*,
+Status lz4_decompress_async(const void* const*, const std::size_t*, std::size_t, std::size_t, void*, std::size_t,
+                            void* const*,
                             const std::size_t*, std::size_t*, ItemStatus*, Stream) {
   return kNoCuda;
 }

@@ -60,6 +60,15 @@ TANDEM_HD int popcount(std::uint32_t mask) {
 #endif
 }
 
+// Asks for the cache line holding p to be brought into L1, without waiting.
+TANDEM_HD void prefetch_l1(const void* p) {
+#if defined(__CUDA_ARCH__)
+  asm volatile("prefetch.global.L1 [%0];" ::"l"(p));
+#else
+  (void)p;
+#endif
+}
+
 // A 4-byte load from a 4-aligned address.
 TANDEM_HD std::uint32_t load_aligned_u32(const std::uint8_t* p) {
 #if defined(__CUDA_ARCH__)
@@ -190,6 +199,34 @@ struct Warp {
 };
 
 #endif
+
+// ------------------------------------------------------------- blocks ----
+//
+// A thread block of W warps that work on one item together. The block's code
+// is a sequence of steps separated by sync(): in a step, `warps(f)` runs f for
+// each warp with the warp's index (on the device each warp runs its own call;
+// on the host the calls run one after another, warp 0 first). Within a step a
+// warp never reads what another warp writes in that step; state that outlives
+// a step and is shared between warps lives in memory the caller provides
+// (shared memory on the device). Loop conditions around steps must be
+// computed the same by every warp, from that memory, after a sync().
+template <int W>
+struct Block {
+  static constexpr int kWarps = W;
+#if defined(__CUDA_ARCH__)
+  template <class F>
+  __device__ __forceinline__ void warps(F f) const {
+    f(Warp{}, static_cast<int>(threadIdx.x) / kWarpSize);
+  }
+  __device__ __forceinline__ void sync() const { __syncthreads(); }
+#else
+  template <class F>
+  void warps(F f) const {
+    for (int i = 0; i < W; ++i) f(Warp{}, i);
+  }
+  void sync() const {}
+#endif
+};
 
 // The 4 bytes at in[q], little-endian, for q + 4 <= n: two aligned loads
 // where both stay inside in[0, n), bytes otherwise.

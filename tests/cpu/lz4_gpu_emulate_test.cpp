@@ -70,13 +70,21 @@ struct Decoded {
   Bytes out;  // empty unless status is ok
 };
 
-// The emulated decoder into `capacity` bytes; checks the guard bytes.
+// The emulated decoder into `capacity` bytes; checks the guard bytes, and that
+// the one-warp shape gives the same status, size and bytes (also those
+// written before a failure).
 Decoded decode(const std::uint8_t* block, std::size_t n, std::size_t capacity, std::uint8_t fill = 0xCD) {
   const ExactCopy src(block, n);
-  GuardedBuffer out(capacity, fill);
-  std::size_t size = kBound;
+  GuardedBuffer out(capacity, fill), by_warp(capacity, fill);
+  std::size_t size = kBound, warp_size = kBound;
   const ItemStatus st = tandem::gpu::lz4_decode_block_emulated(src.get(), n, out.data(), capacity, &size);
+  const ItemStatus warp_st = tandem::gpu::lz4_decode_block_emulated(src.get(), n, by_warp.data(), capacity,
+                                                                    &warp_size, tandem::gpu::DecodeShape::warp);
+  EXPECT_EQ(st, warp_st) << "the decoder's two shapes disagree";
+  EXPECT_EQ(size, warp_size) << "the decoder's two shapes disagree";
+  EXPECT_TRUE(out.prefix(capacity) == by_warp.prefix(capacity)) << "the decoder's two shapes disagree";
   EXPECT_TRUE(out.guard_intact()) << "the decoder wrote past its capacity of " << capacity;
+  EXPECT_TRUE(by_warp.guard_intact()) << "the one-warp decoder wrote past its capacity of " << capacity;
   EXPECT_TRUE(tandem::test::is_decoder_status(st)) << "status " << static_cast<int>(st);
   Decoded d{st, {}};
   if (st == ItemStatus::ok) {

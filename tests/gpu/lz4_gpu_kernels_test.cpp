@@ -114,6 +114,9 @@ struct CallOptions {
   bool null_capacities = false;  // compression only: the bound for every item
   bool null_statuses = false;
   std::size_t max_item_size = 0;  // compression; 0: the largest input
+  // Decompression's max_output_size: 1 gives the warp-per-block shape,
+  // SIZE_MAX the thread-block one; 0: the largest capacity.
+  std::size_t max_output_size = 0;
   cudaStream_t stream = nullptr;
 };
 
@@ -128,11 +131,12 @@ std::vector<ItemOut> run_batch(Call call, const std::vector<Item>& items, const 
     return at;
   };
   std::vector<std::size_t> in_at(n), out_at(n);
-  std::size_t in_end = 0, out_end = 0, max_in = 0;
+  std::size_t in_end = 0, out_end = 0, max_in = 0, max_cap = 0;
   for (std::size_t i = 0; i < n; ++i) {
     in_at[i] = place(&in_end, items[i].in.size(), i % 8);
     out_at[i] = place(&out_end, items[i].capacity + tandem::test::kGuardBytes, (i * 3) % 8);
     max_in = std::max(max_in, items[i].in.size());
+    max_cap = std::max(max_cap, items[i].capacity);
   }
   Bytes in_image(in_end), out_image(out_end, tandem::test::kGuardValue);
   for (std::size_t i = 0; i < n; ++i) {
@@ -171,7 +175,8 @@ std::vector<ItemOut> run_batch(Call call, const std::vector<Item>& items, const 
                                             o.null_capacities ? nullptr : d_caps.get<const std::size_t>(),
                                             d_out_sizes.get<std::size_t>(), statuses, s)
           : tandem::gpu::lz4_decompress_async(d_in_ptrs.get<const void* const>(), d_in_sizes.get<const std::size_t>(),
-                                              n, nullptr, 0, d_out_ptrs.get<void* const>(),
+                                              o.max_output_size ? o.max_output_size : max_cap, n, nullptr, 0,
+                                              d_out_ptrs.get<void* const>(),
                                               d_caps.get<const std::size_t>(), d_out_sizes.get<std::size_t>(),
                                               statuses, s);
   if (!st.ok()) throw std::runtime_error("the batched call failed: " + st.to_string());
@@ -191,6 +196,24 @@ std::vector<ItemOut> run_batch(Call call, const std::vector<Item>& items, const 
     if (has_output && sizes[i] <= items[i].capacity) r[i].out.assign(first, first + static_cast<std::ptrdiff_t>(sizes[i]));
   }
   return r;
+}
+
+// Decodes `items` in both of the decoder's shapes; they must agree item by
+// item. Returns the thread-block shape's results.
+std::vector<ItemOut> run_decode(const std::vector<Item>& items, const CallOptions& o) {
+  CallOptions warp = o, block = o;
+  warp.max_output_size = 1;
+  block.max_output_size = SIZE_MAX;
+  const std::vector<ItemOut> by_warp = run_batch(Call::decompress, items, warp);
+  std::vector<ItemOut> by_block = run_batch(Call::decompress, items, block);
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    SCOPED_TRACE("item " + std::to_string(i) + ": the two decoder shapes");
+    EXPECT_EQ(by_warp[i].status, by_block[i].status);
+    EXPECT_EQ(by_warp[i].size, by_block[i].size);
+    EXPECT_TRUE(by_warp[i].out == by_block[i].out);
+    EXPECT_TRUE(by_warp[i].guard_intact);
+  }
+  return by_block;
 }
 
 // What the CPU emulation gives for one item (the device must give the same).
@@ -387,7 +410,7 @@ TEST_F(GpuLz4, DecompressesLiblz4FastAndHcBlocks) {
       block.resize(static_cast<std::size_t>(r));
       items.push_back({std::move(block), in.size()});
     }
-    const std::vector<ItemOut> got = run_batch(Call::decompress, items, opts_);
+    const std::vector<ItemOut> got = run_decode(items, opts_);
     std::size_t k = 0;
     for (const Bytes& in : inputs) {
       if (ref.hc_level >= 9 && in.size() > (1u << 20)) continue;
@@ -451,7 +474,8 @@ TEST_F(GpuLz4, RoundTripsOnTheDevice) {
   const DeviceBuffer d_dtemp(dtemp_bytes);
   // Decode capacities: the original sizes.
   ASSERT_TRUE(tandem::gpu::lz4_decompress_async(d_block_ptrs.get<const void* const>(),
-                                                d_block_sizes.get<const std::size_t>(), n, d_dtemp.get(), dtemp_bytes,
+                                                d_block_sizes.get<const std::size_t>(), max_in, n, d_dtemp.get(),
+                                                dtemp_bytes,
                                                 d_back_ptrs.get<void* const>(), d_sizes.get<const std::size_t>(),
                                                 d_back_sizes.get<std::size_t>(), d_dec_status.get<ItemStatus>(), s)
                   .ok());
@@ -495,7 +519,7 @@ TEST_F(GpuLz4, MalformedBlocksBesideValidOnesGetTheirExactStatus) {
   add({Bytes{0x40, 'a', 'b', 'c', 'd'}, 64, true, false}, "null input", ItemStatus::invalid_item, {});
   add({Bytes{0x40, 'a', 'b', 'c', 'd'}, 64, false, true}, "null output", ItemStatus::invalid_item, {});
 
-  const std::vector<ItemOut> got = run_batch(Call::decompress, items, opts_);
+  const std::vector<ItemOut> got = run_decode(items, opts_);
   expect_as_emulated(Call::decompress, items, got);
   for (std::size_t i = 0; i < items.size(); ++i) {
     SCOPED_TRACE(names[i]);
@@ -538,7 +562,7 @@ TEST_F(GpuLz4, HostileBlocksGetTheEmulationsStatus) {
   for (std::size_t cut = 0; cut <= size; ++cut)
     items.push_back({Bytes(small_block.begin(), small_block.begin() + static_cast<std::ptrdiff_t>(cut)), small.size()});
 
-  const std::vector<ItemOut> got = run_batch(Call::decompress, items, opts_);
+  const std::vector<ItemOut> got = run_decode(items, opts_);
   for (std::size_t i = 0; i < items.size(); ++i) {
     ASSERT_NE(got[i].status, kUnwrittenStatus) << "item " << i << " got no status";
     ASSERT_TRUE(tandem::test::is_decoder_status(got[i].status)) << "item " << i;
@@ -561,7 +585,7 @@ TEST_F(GpuLz4, StatusesMayBeNull) {
     EXPECT_TRUE(blocks[i].out == e.out) << "item " << i;
     decode_items.push_back({blocks[i].out, items[i].in.size()});
   }
-  const std::vector<ItemOut> back = run_batch(Call::decompress, decode_items, o);
+  const std::vector<ItemOut> back = run_decode(decode_items, o);
   for (std::size_t i = 0; i < items.size(); ++i) {
     EXPECT_EQ(back[i].size, items[i].in.size());
     EXPECT_TRUE(back[i].out == items[i].in) << "item " << i;
@@ -574,8 +598,8 @@ TEST_F(GpuLz4, ArgumentErrors) {
   EXPECT_STATUS(tandem::gpu::lz4_compress_async(nullptr, nullptr, 0, 0, nullptr, 0, nullptr, nullptr, nullptr,
                                                 nullptr, s),
                 StatusCode::ok);
-  EXPECT_STATUS(tandem::gpu::lz4_decompress_async(nullptr, nullptr, 0, nullptr, 0, nullptr, nullptr, nullptr, nullptr,
-                                                  s),
+  EXPECT_STATUS(tandem::gpu::lz4_decompress_async(nullptr, nullptr, 0, 0, nullptr, 0, nullptr, nullptr, nullptr,
+                                                  nullptr, s),
                 StatusCode::ok);
   CUDA_CHECK(cudaStreamSynchronize(s));
 
@@ -594,8 +618,8 @@ TEST_F(GpuLz4, ArgumentErrors) {
                                                 d_ptrs.get<void* const>(), nullptr, d_out_sizes.get<std::size_t>(),
                                                 nullptr, s),
                 StatusCode::invalid_argument);
-  EXPECT_STATUS(tandem::gpu::lz4_decompress_async(d_ptrs.get<const void* const>(), d_sizes.get<const std::size_t>(), 1,
-                                                  nullptr, 0, d_ptrs.get<void* const>(), nullptr,
+  EXPECT_STATUS(tandem::gpu::lz4_decompress_async(d_ptrs.get<const void* const>(), d_sizes.get<const std::size_t>(), 16,
+                                                  1, nullptr, 0, d_ptrs.get<void* const>(), nullptr,
                                                   d_out_sizes.get<std::size_t>(), nullptr, s),
                 StatusCode::invalid_argument);
   CUDA_CHECK(cudaStreamSynchronize(s));
@@ -610,8 +634,8 @@ TEST(GpuLz4, CallsSayNoDevice) {
   EXPECT_STATUS(tandem::gpu::lz4_compress_async(nullptr, nullptr, 0, 1, nullptr, 0, nullptr, nullptr, nullptr,
                                                 nullptr, nullptr),
                 StatusCode::no_device);
-  EXPECT_STATUS(tandem::gpu::lz4_decompress_async(nullptr, nullptr, 1, nullptr, 0, nullptr, nullptr, nullptr, nullptr,
-                                                  nullptr),
+  EXPECT_STATUS(tandem::gpu::lz4_decompress_async(nullptr, nullptr, 0, 1, nullptr, 0, nullptr, nullptr, nullptr,
+                                                  nullptr, nullptr),
                 StatusCode::no_device);
 }
 
