@@ -1,23 +1,37 @@
-// The LZ4 block encoder that the GPU runs: one warp per block.
+// The LZ4 block encoder that the GPU runs, in two steps that fill the device
+// whatever the block size.
 //
-// The warp walks the block 32 positions at a time. For all 32 at once it hashes
-// the next 4 bytes, takes the newest earlier position with the same hash (from
-// the warp's hash table in shared memory, or from a lower lane of the same step
-// through a match-any), and verifies the candidate's bytes. A ballot then gives
-// the parse its next match start: the lowest verified position not inside the
-// previous match. The match is extended forwards and backwards 32 bytes per
-// step, and the sequence is emitted by the warp. The parse is greedy like
+// Step 1, find (a warp per segment): a block is cut into segments of
+// kSegmentSize bytes, and every segment of every block gets its own warp. The
+// warp first hashes the kPrimeBytes before its segment into its hash table
+// (so matches reach back across the segment boundary), then walks its segment
+// 32 positions at a time: for all 32 at once it hashes the next 4 bytes,
+// takes the newest earlier position with the same hash (from the table, or
+// from a lower lane of the same step through a match-any) and verifies the
+// candidate's bytes. A ballot gives the parse its next match start: the
+// lowest verified position not inside the previous match. The match is
+// extended forwards (never past the segment's end) and backwards (never
+// before the previous match's end), 32 bytes per step, and recorded as a
+// SeqRecord (literal count, match length, offset). The parse is greedy like
 // liblz4's, but tests every position instead of skipping ahead on misses, so
 // its output is close to liblz4's default level in size.
 //
-// Output is a standard LZ4 block: the last match starts at least 12 bytes
-// before the end and ends at least 5 bytes before it; offsets are below 64 KiB.
-// It is a function of the input alone: the same item gives the same bytes on
-// the GPU and in the CPU emulation.
+// Step 2, emit (a warp per block): the warp reads the block's records 32 at a
+// time, one per lane; each lane sizes its sequence, a warp prefix sum places
+// it, and each lane writes its own token, lengths, offset and short literal
+// run, while long literal runs are copied by the whole warp. A segment's
+// leading literals join the literals left at the end of the segments before
+// it, so the block is one standard LZ4 block, as if one parse had made it.
+//
+// Output: the last match starts at least 12 bytes before the end and ends at
+// least 5 bytes before it; offsets are below 64 KiB. It is a function of the
+// input alone: the same item gives the same bytes in any batch, on the GPU and
+// in the CPU emulation.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 
 #include "gpu/simt.hpp"
 #include "tandem/tandem_gpu.hpp"
@@ -31,16 +45,63 @@ inline constexpr std::uint32_t kEncMinMatch = 4;
 inline constexpr std::uint32_t kLastLiterals = 5;
 inline constexpr std::uint32_t kMfLimit = 12;
 inline constexpr std::uint32_t kMaxOffset = 65535;
+
+// A segment's size, and how far before it its warp's hash table reaches.
+// Positions in the table are relative to the start of that reach, so they fit
+// 16 bits: kPrimeBytes + kSegmentSize <= 65536. Measured on Silesia in 64 KiB
+// blocks (compressed size against liblz4's default level): segments of 4 KiB
+// primed with 8 KiB give 1.084x, 16 KiB primed with 16 KiB 1.018x, with
+// 2^13-entry tables; 2^12 entries cost another 2%.
+inline constexpr std::uint32_t kSegmentSize = 16384;
+inline constexpr std::uint32_t kPrimeBytes = 16384;
 // Hash tables: 2^12 entries for blocks up to 16 KiB, 2^13 above (as liblz4
-// uses for blocks under 64 KiB): more entries keep more candidates, fewer keep
-// more warps resident per multiprocessor.
-inline constexpr int kMaxHashLog = 13;
-// The table shape follows each block's own size, never the batch's, so that a
-// block compresses to the same bytes in any batch: class 0 (up to 16 KiB)
-// 2^12 16-bit entries, class 1 (up to 64 KiB) 2^13 16-bit, class 2 2^13 32-bit.
-TANDEM_HD constexpr int table_class(std::size_t n) { return n <= 16384 ? 0 : n <= 65536 ? 1 : 2; }
-TANDEM_HD constexpr std::size_t table_bytes(int table_class) {
-  return table_class == 0 ? 8192 : table_class == 1 ? 16384 : 32768;
+// does for blocks under 64 KiB): more entries keep more candidates, fewer
+// keep more warps resident per multiprocessor. The shape follows each block's
+// own size, never the batch's, so that a block compresses to the same bytes in
+// any batch.
+inline constexpr int kSmallHashLog = 12;
+inline constexpr int kLargeHashLog = 13;
+inline constexpr std::size_t kSmallTableLimit = 16384;
+TANDEM_HD constexpr int hash_log_for(std::size_t n) { return n <= kSmallTableLimit ? kSmallHashLog : kLargeHashLog; }
+TANDEM_HD constexpr std::size_t table_bytes(int hash_log) { return (std::size_t{1} << hash_log) * sizeof(std::uint16_t); }
+static_assert(kPrimeBytes + kSegmentSize <= 65536, "table positions are 16 bits");
+static_assert(kSegmentSize < 65536, "a record's lengths are 16 bits");
+
+// One sequence as step 1 found it: `lit` literals since the previous match's
+// end (or the segment's start), then a match of `ml` bytes `offset` back.
+struct SeqRecord {
+  std::uint32_t lens;    // lit | ml << 16
+  std::uint32_t offset;
+};
+// What step 1 found in one segment: `count` records, covering `consumed`
+// bytes from the segment's start; the rest of the segment is literals.
+struct SegmentSummary {
+  std::uint32_t count;
+  std::uint32_t consumed;
+};
+// Every match is at least 4 bytes and matches do not overlap.
+inline constexpr std::uint32_t kMaxSegmentRecords = kSegmentSize / kEncMinMatch;
+
+TANDEM_HD constexpr std::size_t segment_count(std::size_t n) { return (n + kSegmentSize - 1) / kSegmentSize; }
+
+// The temporary storage of a compression call: for each of num_items items,
+// room for the records and summaries of segment_count(max_item_size)
+// segments; records first, then the summaries. False when it would not fit a
+// size_t.
+struct EncodeTemp {
+  std::size_t segments_per_item;
+  std::size_t records_bytes;  // where the summaries start
+  std::size_t total_bytes;
+};
+inline bool encode_temp_layout(std::size_t num_items, std::size_t max_item_size, EncodeTemp* t) {
+  t->segments_per_item = segment_count(max_item_size);
+  const std::size_t per_segment = kMaxSegmentRecords * sizeof(SeqRecord) + sizeof(SegmentSummary);
+  const std::size_t limit = ~std::size_t{0};
+  if (t->segments_per_item != 0 && num_items > limit / t->segments_per_item / per_segment) return false;
+  const std::size_t segments = num_items * t->segments_per_item;
+  t->records_bytes = segments * kMaxSegmentRecords * sizeof(SeqRecord);
+  t->total_bytes = t->records_bytes + segments * sizeof(SegmentSummary);
+  return true;
 }
 
 // lz4_max_compressed_size, for device code.
@@ -79,73 +140,66 @@ TANDEM_HD std::uint32_t extend_backward(const Warp& w, const std::uint8_t* in, s
 // Length-extension bytes for a length field holding v (the token keeps 15 of it).
 TANDEM_HD std::uint32_t extension_size(std::uint32_t v) { return v >= 15 ? (v - 15) / 255 + 1 : 0; }
 
-// Writes the e extension bytes of a field holding v at out: 255s, then the rest.
-TANDEM_HD void write_extension(const Warp& w, std::uint8_t* out, std::uint32_t v, std::uint32_t e) {
-  const std::uint8_t last = static_cast<std::uint8_t>((v - 15) % 255);
-  w.each([&](int l) {
-    for (std::uint32_t j = static_cast<std::uint32_t>(l); j < e; j += 32) out[j] = j + 1 < e ? 255 : last;
-  });
+// One lane writes the e extension bytes of a field holding v at out: 255s, then the rest.
+TANDEM_HD void lane_write_extension(std::uint8_t* out, std::uint32_t v, std::uint32_t e) {
+  if (e == 0) return;
+  for (std::uint32_t j = 0; j + 1 < e; ++j) out[j] = 255;
+  out[e - 1] = static_cast<std::uint8_t>((v - 15) % 255);
 }
 
-// Appends one sequence at out[*op]: the literals in[anchor, anchor + lit) and,
-// unless it is the last, a match of ml bytes at `offset`. False when it would
-// not fit before cap.
-TANDEM_HD bool emit_sequence(const Warp& w, const std::uint8_t* in, std::uint32_t n, std::uint8_t* out,
-                             std::uint32_t cap, std::uint32_t* op, std::uint32_t anchor, std::uint32_t lit,
-                             std::uint32_t offset, std::uint32_t ml, bool last) {
-  const std::uint32_t lit_ext = extension_size(lit);
-  const std::uint32_t mcode = last ? 0 : ml - kEncMinMatch;
-  const std::uint32_t match_ext = extension_size(mcode);
-  const std::uint64_t need = 1ull + lit_ext + lit + (last ? 0 : 2 + match_ext);
-  if (need > cap - *op) return false;
-  std::uint8_t* o = out + *op;
-  const std::uint32_t token = ((lit < 15 ? lit : 15) << 4) | (mcode < 15 ? mcode : 15);
-  w.each([&](int l) {
-    if (l == 0) o[0] = static_cast<std::uint8_t>(token);
-    if (!last && l == 1) o[1 + lit_ext + lit] = static_cast<std::uint8_t>(offset);
-    if (!last && l == 2) o[2 + lit_ext + lit] = static_cast<std::uint8_t>(offset >> 8);
-  });
-  if (lit_ext) write_extension(w, o + 1, lit, lit_ext);
-  simt::warp_copy(w, o + 1 + lit_ext, in + anchor, lit, in, in + n);
-  if (match_ext) write_extension(w, o + 3 + lit_ext + lit, mcode, match_ext);
-  *op += static_cast<std::uint32_t>(need);
-  return true;
-}
-
-// Sets the warp's hash table to zeros (position 0: a candidate like any other,
-// verified before use).
-template <class Pos, int HashLog>
-TANDEM_HD void clear_table(const Warp& w, Pos* table) {
-  constexpr std::uint32_t kTableEntries = 1u << HashLog;
+// Sets the warp's hash table to zeros (a zero entry is a candidate like any
+// other, verified before use).
+template <int HashLog>
+TANDEM_HD void clear_table(const Warp& w, std::uint16_t* table) {
+  constexpr std::size_t kTableBytes = table_bytes(HashLog);
 #if defined(__CUDA_ARCH__)
   uint4* t = reinterpret_cast<uint4*>(table);
-  constexpr std::uint32_t kVectors = kTableEntries * sizeof(Pos) / sizeof(uint4);
+  constexpr std::uint32_t kVectors = kTableBytes / sizeof(uint4);
   w.each([&](int l) {
     for (std::uint32_t i = static_cast<std::uint32_t>(l); i < kVectors; i += 32) t[i] = make_uint4(0, 0, 0, 0);
   });
 #else
   (void)w;
-  std::memset(table, 0, kTableEntries * sizeof(Pos));
+  std::memset(table, 0, kTableBytes);
 #endif
 }
 
-// Compresses in[0, n) into out[0, cap). Pos is the hash table's position type:
-// 16 bits for blocks up to 64 KiB, else 32. table has 2^HashLog entries,
-// owned by this warp. *out_size is 0 unless the block fit.
-template <class Pos, int HashLog>
-TANDEM_HD ItemStatus encode_block(const Warp& w, const std::uint8_t* in, std::uint32_t n, std::uint8_t* out,
-                                  std::uint32_t cap, Pos* table, std::uint32_t* out_size) {
-  std::uint32_t op = 0;
-  std::uint32_t anchor = 0;
-  bool fits = true;
-  if (n > kMfLimit) {
-    clear_table<Pos, HashLog>(w, table);
+// Step 1 for segment `seg` of the block in[0, n): fills recs (room for
+// kMaxSegmentRecords) and *summary. table: the warp's 2^HashLog entries.
+template <int HashLog>
+TANDEM_HD void find_segment_with(const Warp& w, const std::uint8_t* in, std::uint32_t n, std::uint32_t seg,
+                            std::uint16_t* table, SeqRecord* recs, SegmentSummary* summary) {
+  const std::uint32_t seg_start = seg * kSegmentSize;
+  const std::uint32_t seg_end = n - seg_start < kSegmentSize ? n : seg_start + kSegmentSize;
+  std::uint32_t anchor = seg_start;  // where the literals of the next record start
+  std::uint32_t count = 0;
+  // A match starts at most at n - kMfLimit, and at least its first 4 bytes
+  // lie before match_limit (the segment's end, and kLastLiterals before n).
+  const std::uint32_t match_limit = n > kLastLiterals ? (seg_end < n - kLastLiterals ? seg_end : n - kLastLiterals) : 0;
+  const std::uint32_t last_start =
+      n > kMfLimit && match_limit >= kEncMinMatch
+          ? (n - kMfLimit < match_limit - kEncMinMatch ? n - kMfLimit : match_limit - kEncMinMatch)
+          : 0;
+  if (n > kMfLimit && match_limit >= seg_start + kEncMinMatch && last_start >= seg_start) {
+    const std::uint32_t base = seg_start > kPrimeBytes ? seg_start - kPrimeBytes : 0;
+    clear_table<HashLog>(w, table);
     w.sync();
-    const std::uint32_t last_start = n - kMfLimit;  // the last position a match may start at
-    const std::uint32_t match_limit = n - kLastLiterals;
-    std::uint32_t cur = 0;  // positions before this one are inside the last match
-    std::uint32_t tile = 0;
-    while (tile <= last_start && fits) {
+    // The bytes before the segment: only their newest position per hash.
+    for (std::uint32_t tile = base; tile < seg_start; tile += 32) {
+      const Lanes<std::uint32_t> key = w.map([&](int l) -> std::uint32_t {
+        const std::uint32_t q = tile + static_cast<std::uint32_t>(l);
+        return q < seg_start ? hash4<HashLog>(simt::load_u32(in, n, q)) : 0x80000000u | static_cast<std::uint32_t>(l);
+      });
+      const Lanes<std::uint32_t> peers = w.match_any(key);
+      w.each([&](int l) {
+        const std::uint32_t q = tile + static_cast<std::uint32_t>(l);
+        if (q < seg_start && (peers[l] >> l) == 1u) table[key[l]] = static_cast<std::uint16_t>(q - base);
+      });
+      w.sync();
+    }
+    std::uint32_t cur = seg_start;  // positions before this one are inside the last match
+    std::uint32_t tile = seg_start;
+    while (tile <= last_start) {
       const Lanes<bool> valid = w.map([&](int l) { return tile + static_cast<std::uint32_t>(l) <= last_start; });
       const Lanes<std::uint32_t> seq = w.map([&](int l) -> std::uint32_t {
         return valid[l] ? simt::load_u32(in, n, tile + static_cast<std::uint32_t>(l)) : 0u;
@@ -155,13 +209,14 @@ TANDEM_HD ItemStatus encode_block(const Warp& w, const std::uint8_t* in, std::ui
         return valid[l] ? hash4<HashLog>(seq[l]) : 0x80000000u | static_cast<std::uint32_t>(l);
       });
       const Lanes<std::uint32_t> older = w.map([&](int l) -> std::uint32_t {
-        return valid[l] ? static_cast<std::uint32_t>(table[key[l]]) : 0u;
+        return valid[l] ? base + table[key[l]] : base;
       });
       const Lanes<std::uint32_t> peers = w.match_any(key);
       w.sync();  // every lane has read the table before any lane writes it
       w.each([&](int l) {
         // The newest position of each hash in this step goes into the table.
-        if (valid[l] && (peers[l] >> l) == 1u) table[key[l]] = static_cast<Pos>(tile + static_cast<std::uint32_t>(l));
+        const std::uint32_t q = tile + static_cast<std::uint32_t>(l);
+        if (valid[l] && (peers[l] >> l) == 1u) table[key[l]] = static_cast<std::uint16_t>(q - base);
       });
       const Lanes<std::uint32_t> cand = w.map([&](int l) -> std::uint32_t {
         const std::uint32_t earlier = peers[l] & ((1u << l) - 1u);
@@ -182,10 +237,11 @@ TANDEM_HD ItemStatus encode_block(const Warp& w, const std::uint8_t* in, std::ui
         p -= back;
         c -= back;
         len += back;
-        if (!emit_sequence(w, in, n, out, cap, &op, anchor, p - anchor, p - c, len, false)) {
-          fits = false;
-          break;
-        }
+        const std::uint32_t record = count;
+        w.each([&](int l) {
+          if (l == 0) recs[record] = SeqRecord{(p - anchor) | (len << 16), p - c};
+        });
+        ++count;
         anchor = cur = p + len;
         starts = cur - tile >= 32 ? 0u : starts & ~((1u << (cur - tile)) - 1u);
       }
@@ -193,22 +249,119 @@ TANDEM_HD ItemStatus encode_block(const Warp& w, const std::uint8_t* in, std::ui
       tile = cur > tile + 32 ? cur : tile + 32;
     }
   }
-  if (fits) fits = emit_sequence(w, in, n, out, cap, &op, anchor, n - anchor, 0, 0, true);
+  w.each([&](int l) {
+    if (l == 0) *summary = SegmentSummary{count, anchor - seg_start};
+  });
+  w.sync();
+}
+
+// find_segment_with the table shape of the block's size; table has at least
+// table_bytes(hash_log_for(n)) bytes.
+TANDEM_HD void find_segment(const Warp& w, const std::uint8_t* in, std::uint32_t n, std::uint32_t seg,
+                            std::uint16_t* table, SeqRecord* recs, SegmentSummary* summary) {
+  if (hash_log_for(n) == kSmallHashLog) {
+    find_segment_with<kSmallHashLog>(w, in, n, seg, table, recs, summary);
+  } else {
+    find_segment_with<kLargeHashLog>(w, in, n, seg, table, recs, summary);
+  }
+}
+
+// Step 2: writes the block in[0, n) into out[0, cap) from the records and
+// summaries of its `segments` segments (segment s's records at
+// recs[s * kMaxSegmentRecords]). *out_size is 0 unless the block fit.
+TANDEM_HD ItemStatus emit_block(const Warp& w, const std::uint8_t* in, std::uint32_t n, std::uint8_t* out,
+                                std::uint32_t cap, const SeqRecord* recs, const SegmentSummary* summaries,
+                                std::uint32_t segments, std::uint32_t* out_size) {
+  // Literal runs up to this long are copied by their own lane; longer ones by
+  // the warp.
+  constexpr std::uint32_t kLaneLiterals = 32;
+  std::uint32_t op = 0;
+  std::uint32_t anchor = 0;  // input position of the literals not yet written
+  bool fits = true;
+  for (std::uint32_t s = 0; s < segments && fits; ++s) {
+    const SegmentSummary sum = summaries[s];
+    const SeqRecord* r = recs + static_cast<std::size_t>(s) * kMaxSegmentRecords;
+    const std::uint32_t seg_start = s * kSegmentSize;
+    std::uint32_t cursor = seg_start;  // input position where the group's first record's own literals start
+    for (std::uint32_t g = 0; g < sum.count; g += 32) {
+      const Lanes<bool> active = w.map([&](int l) { return g + static_cast<std::uint32_t>(l) < sum.count; });
+      const Lanes<std::uint32_t> lens = w.map([&](int l) -> std::uint32_t {
+        return active[l] ? r[g + static_cast<std::uint32_t>(l)].lens : 0u;
+      });
+      const Lanes<std::uint32_t> offset = w.map([&](int l) -> std::uint32_t {
+        return active[l] ? r[g + static_cast<std::uint32_t>(l)].offset : 0u;
+      });
+      const Lanes<std::uint32_t> span = w.map([&](int l) { return (lens[l] & 0xffffu) + (lens[l] >> 16); });
+      const Lanes<std::uint32_t> own_at = w.exclusive_sum(span);
+      // The segment's first record also takes the literals left before it.
+      const Lanes<std::uint32_t> src = w.map([&](int l) -> std::uint32_t {
+        return g == 0 && l == 0 ? anchor : cursor + own_at[l];
+      });
+      const Lanes<std::uint32_t> lit = w.map([&](int l) -> std::uint32_t {
+        return (lens[l] & 0xffffu) + (g == 0 && l == 0 ? seg_start - anchor : 0u);
+      });
+      const Lanes<std::uint32_t> size = w.map([&](int l) -> std::uint32_t {
+        if (!active[l]) return 0u;
+        return 3u + extension_size(lit[l]) + lit[l] + extension_size((lens[l] >> 16) - kEncMinMatch);
+      });
+      const Lanes<std::uint32_t> at = w.exclusive_sum(size);
+      const std::uint32_t total = w.sum(size);
+      if (total > cap - op) {
+        fits = false;
+        break;
+      }
+      w.each([&](int l) {
+        if (!active[l]) return;
+        const std::uint32_t ll = lit[l];
+        const std::uint32_t mcode = (lens[l] >> 16) - kEncMinMatch;
+        const std::uint32_t lit_ext = extension_size(ll);
+        std::uint8_t* o = out + op + at[l];
+        o[0] = static_cast<std::uint8_t>(((ll < 15 ? ll : 15) << 4) | (mcode < 15 ? mcode : 15));
+        lane_write_extension(o + 1, ll, lit_ext);
+        std::uint8_t* m = o + 1 + lit_ext + ll;
+        if (ll <= kLaneLiterals) {
+          for (std::uint32_t j = 0; j < ll; ++j) o[1 + lit_ext + j] = in[src[l] + j];
+        }
+        m[0] = static_cast<std::uint8_t>(offset[l]);
+        m[1] = static_cast<std::uint8_t>(offset[l] >> 8);
+        lane_write_extension(m + 2, mcode, extension_size(mcode));
+      });
+      std::uint32_t longs = w.ballot(w.map([&](int l) { return active[l] && lit[l] > kLaneLiterals; }));
+      while (longs) {
+        const int f = simt::first_set(longs);
+        const std::uint32_t ll = w.shfl(lit, f);
+        std::uint8_t* o = out + op + w.shfl(at, f) + 1 + extension_size(ll);
+        simt::warp_copy(w, o, in + w.shfl(src, f), ll, in, in + n);
+        longs &= longs - 1;
+      }
+      op += total;
+      cursor += w.sum(span);
+    }
+    if (fits && sum.count > 0) anchor = seg_start + sum.consumed;
+  }
+  if (fits) {
+    // The last sequence: the remaining literals, no match.
+    const std::uint32_t ll = n - anchor;
+    const std::uint32_t lit_ext = extension_size(ll);
+    const std::uint64_t need = 1ull + lit_ext + ll;
+    if (need > cap - op) {
+      fits = false;
+    } else {
+      std::uint8_t* o = out + op;
+      w.each([&](int l) {
+        if (l == 0) {
+          o[0] = static_cast<std::uint8_t>((ll < 15 ? ll : 15) << 4);
+          lane_write_extension(o + 1, ll, lit_ext);
+        }
+      });
+      simt::warp_copy(w, o + 1 + lit_ext, in + anchor, ll, in, in + n);
+      op += static_cast<std::uint32_t>(need);
+    }
+  }
   w.sync();
   *out_size = fits ? op : 0;
   if (!fits) return ItemStatus::output_overflow;
   return op >= n ? ItemStatus::incompressible : ItemStatus::ok;
-}
-
-// encode_block with the table shape of the block's class; table has at least
-// table_bytes(table_class(n)) bytes.
-TANDEM_HD ItemStatus encode_block_any(const Warp& w, const std::uint8_t* in, std::uint32_t n, std::uint8_t* out,
-                                      std::uint32_t cap, void* table, std::uint32_t* out_size) {
-  switch (table_class(n)) {
-    case 0: return encode_block<std::uint16_t, 12>(w, in, n, out, cap, static_cast<std::uint16_t*>(table), out_size);
-    case 1: return encode_block<std::uint16_t, 13>(w, in, n, out, cap, static_cast<std::uint16_t*>(table), out_size);
-    default: return encode_block<std::uint32_t, 13>(w, in, n, out, cap, static_cast<std::uint32_t*>(table), out_size);
-  }
 }
 
 }  // namespace tandem::gpu::lz4k

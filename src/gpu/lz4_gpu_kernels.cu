@@ -12,10 +12,8 @@ namespace tandem::gpu {
 
 namespace {
 
-constexpr int kEncodeWarps = 4;  // warps per block; each has its own hash table
-
-template <int Class>
-constexpr std::size_t kEncodeSharedBytes = kEncodeWarps * lz4k::table_bytes(Class);
+constexpr int kFindWarps = 4;   // warps per block of the find kernel; each has its own hash table
+constexpr int kEmitWarps = 8;   // warps per block of the emit kernel; a warp per item
 
 __device__ __forceinline__ void finish_item(std::size_t item, std::uint32_t size, ItemStatus status,
                                             std::size_t* out_sizes, ItemStatus* statuses) {
@@ -25,31 +23,62 @@ __device__ __forceinline__ void finish_item(std::size_t item, std::uint32_t size
   }
 }
 
-// Class: the largest table class (lz4k::table_class) the launch has room for.
-template <int Class>
-__global__ void __launch_bounds__(kEncodeWarps * 32)
-    lz4_encode_kernel(const void* const* in_ptrs, const std::size_t* in_sizes, std::size_t num_items,
-                      void* const* out_ptrs, const std::size_t* out_capacities, std::size_t* out_sizes,
-                      ItemStatus* statuses) {
+// An item of a compression launch: false when it cannot be compressed
+// (oversized for the launch, or null buffers). Both kernels decide alike.
+__device__ __forceinline__ bool encode_item_valid(const void* in, std::size_t n, const void* out,
+                                                  std::size_t segments_per_item) {
+  return n <= kMaxItemSize && lz4k::segment_count(n) <= segments_per_item && (in || !n) && out;
+}
+
+// Step 1: a warp per segment, segments_per_item warps per item. HashLog: the
+// largest table (lz4k::hash_log_for) the launch has room for.
+template <int HashLog>
+__global__ void __launch_bounds__(kFindWarps * 32)
+    lz4_find_kernel(const void* const* in_ptrs, const std::size_t* in_sizes, void* const* out_ptrs,
+                    std::size_t num_items, std::size_t segments_per_item, lz4k::SeqRecord* records,
+                    lz4k::SegmentSummary* summaries) {
   extern __shared__ uint4 shared[];
   const int warp = static_cast<int>(threadIdx.x) / 32;
-  const std::size_t item = static_cast<std::size_t>(blockIdx.x) * kEncodeWarps + warp;
+  const std::size_t index = static_cast<std::size_t>(blockIdx.x) * kFindWarps + warp;
+  const std::size_t item = index / segments_per_item;
+  const std::size_t seg = index % segments_per_item;
+  if (item >= num_items) return;
+  const std::uint8_t* in = static_cast<const std::uint8_t*>(in_ptrs[item]);
+  const std::size_t n = in_sizes[item];
+  if (!encode_item_valid(in, n, out_ptrs[item], segments_per_item) || seg >= lz4k::segment_count(n) ||
+      lz4k::hash_log_for(n) > HashLog) {
+    return;
+  }
+  auto* table = reinterpret_cast<std::uint16_t*>(reinterpret_cast<std::uint8_t*>(shared) +
+                                                 static_cast<std::size_t>(warp) * lz4k::table_bytes(HashLog));
+  lz4k::find_segment(simt::Warp{}, in, static_cast<std::uint32_t>(n), static_cast<std::uint32_t>(seg), table,
+                     records + index * lz4k::kMaxSegmentRecords, summaries + index);
+}
+
+// Step 2: a warp per item.
+__global__ void __launch_bounds__(kEmitWarps * 32)
+    lz4_emit_kernel(const void* const* in_ptrs, const std::size_t* in_sizes, std::size_t num_items,
+                    void* const* out_ptrs, const std::size_t* out_capacities, std::size_t* out_sizes,
+                    ItemStatus* statuses, std::size_t segments_per_item, int max_hash_log,
+                    const lz4k::SeqRecord* records, const lz4k::SegmentSummary* summaries) {
+  const std::size_t item = static_cast<std::size_t>(blockIdx.x) * kEmitWarps + threadIdx.x / 32;
   if (item >= num_items) return;
   const std::uint8_t* in = static_cast<const std::uint8_t*>(in_ptrs[item]);
   std::uint8_t* out = static_cast<std::uint8_t*>(out_ptrs[item]);
   const std::size_t n = in_sizes[item];
-  const std::size_t bound = lz4k::max_block_size(n);
-  std::size_t cap = out_capacities ? out_capacities[item] : bound;
-  if (cap > bound) cap = bound;
-  if (n > kMaxItemSize || lz4k::table_class(n) > Class || (!in && n) || !out) {
+  if (!encode_item_valid(in, n, out, segments_per_item) || lz4k::hash_log_for(n) > max_hash_log) {
     finish_item(item, 0, ItemStatus::invalid_item, out_sizes, statuses);
     return;
   }
-  void* table = reinterpret_cast<std::uint8_t*>(shared) + static_cast<std::size_t>(warp) * lz4k::table_bytes(Class);
-  const simt::Warp w;
+  const std::size_t bound = lz4k::max_block_size(n);
+  std::size_t cap = out_capacities ? out_capacities[item] : bound;
+  if (cap > bound) cap = bound;
+  const std::size_t first = item * segments_per_item;
   std::uint32_t size = 0;
-  const ItemStatus status = lz4k::encode_block_any(w, in, static_cast<std::uint32_t>(n), out,
-                                                   static_cast<std::uint32_t>(cap), table, &size);
+  const ItemStatus status = lz4k::emit_block(
+      simt::Warp{}, in, static_cast<std::uint32_t>(n), out, static_cast<std::uint32_t>(cap),
+      records + first * lz4k::kMaxSegmentRecords, summaries + first,
+      static_cast<std::uint32_t>(lz4k::segment_count(n)), &size);
   finish_item(item, size, status, out_sizes, statuses);
 }
 
@@ -120,21 +149,23 @@ Status launch_status() {
   return {StatusCode::device_error, cudaGetErrorString(e)};
 }
 
-template <int Class>
-Status launch_encode(const void* const* d_in_ptrs, const std::size_t* d_in_sizes, std::size_t num_items,
-                     void* const* d_out_ptrs, const std::size_t* d_out_capacities, std::size_t* d_out_sizes,
-                     ItemStatus* d_statuses, Stream stream) {
+template <int HashLog>
+Status launch_find(const void* const* d_in_ptrs, const std::size_t* d_in_sizes, void* const* d_out_ptrs,
+                   std::size_t num_items, std::size_t segments_per_item, lz4k::SeqRecord* records,
+                   lz4k::SegmentSummary* summaries, Stream stream) {
+  constexpr std::size_t kSharedBytes = kFindWarps * lz4k::table_bytes(HashLog);
   // Above 48 KiB a kernel's dynamic shared memory must be allowed once.
   static std::once_flag once;
   static cudaError_t attribute = cudaSuccess;
   std::call_once(once, [] {
-    attribute = cudaFuncSetAttribute(lz4_encode_kernel<Class>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                     static_cast<int>(kEncodeSharedBytes<Class>));
+    attribute = cudaFuncSetAttribute(lz4_find_kernel<HashLog>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                     static_cast<int>(kSharedBytes));
   });
   if (attribute != cudaSuccess) return {StatusCode::device_error, cudaGetErrorString(attribute)};
-  const std::size_t blocks = (num_items + kEncodeWarps - 1) / kEncodeWarps;
-  lz4_encode_kernel<Class><<<static_cast<unsigned>(blocks), kEncodeWarps * 32, kEncodeSharedBytes<Class>, stream>>>(
-      d_in_ptrs, d_in_sizes, num_items, d_out_ptrs, d_out_capacities, d_out_sizes, d_statuses);
+  const std::size_t segments = num_items * segments_per_item;
+  const std::size_t blocks = (segments + kFindWarps - 1) / kFindWarps;
+  lz4_find_kernel<HashLog><<<static_cast<unsigned>(blocks), kFindWarps * 32, kSharedBytes, stream>>>(
+      d_in_ptrs, d_in_sizes, d_out_ptrs, num_items, segments_per_item, records, summaries);
   return launch_status();
 }
 
@@ -150,25 +181,37 @@ Status lz4_compress_async(const void* const* d_in_ptrs, const std::size_t* d_in_
                           std::size_t num_items, void* d_temp, std::size_t temp_bytes, void* const* d_out_ptrs,
                           const std::size_t* d_out_capacities, std::size_t* d_out_sizes, ItemStatus* d_statuses,
                           Stream stream) {
-  (void)d_temp;
-  (void)temp_bytes;
   if (max_item_size > kMaxItemSize) return {StatusCode::invalid_argument, "max_item_size exceeds kMaxItemSize"};
   if (num_items == 0) return {};
   if (!d_in_ptrs || !d_in_sizes || !d_out_ptrs || !d_out_sizes) {
     return {StatusCode::invalid_argument, "null device array"};
   }
-  if (num_items / kEncodeWarps >= kMaxBlocks) return {StatusCode::invalid_argument, "too many items"};
-  switch (lz4k::table_class(max_item_size)) {
-    case 0:
-      return launch_encode<0>(d_in_ptrs, d_in_sizes, num_items, d_out_ptrs, d_out_capacities, d_out_sizes, d_statuses,
-                              stream);
-    case 1:
-      return launch_encode<1>(d_in_ptrs, d_in_sizes, num_items, d_out_ptrs, d_out_capacities, d_out_sizes, d_statuses,
-                              stream);
-    default:
-      return launch_encode<2>(d_in_ptrs, d_in_sizes, num_items, d_out_ptrs, d_out_capacities, d_out_sizes, d_statuses,
-                              stream);
+  lz4k::EncodeTemp layout;
+  if (!lz4k::encode_temp_layout(num_items, max_item_size, &layout)) return {StatusCode::invalid_argument, "too many items"};
+  if (temp_bytes < layout.total_bytes || (!d_temp && layout.total_bytes)) {
+    return {StatusCode::invalid_argument, "temporary storage smaller than lz4_compress_temp_size"};
   }
+  const std::size_t segments = num_items * layout.segments_per_item;
+  if (segments / kFindWarps >= kMaxBlocks || num_items / kEmitWarps >= kMaxBlocks) {
+    return {StatusCode::invalid_argument, "too many items"};
+  }
+  const std::size_t per_item = layout.segments_per_item;  // 0 when every item is empty
+  auto* records = static_cast<lz4k::SeqRecord*>(d_temp);
+  auto* summaries = reinterpret_cast<lz4k::SegmentSummary*>(static_cast<std::uint8_t*>(d_temp) + layout.records_bytes);
+  const int max_hash_log = lz4k::hash_log_for(max_item_size);
+  if (segments > 0) {
+    const Status s = max_hash_log == lz4k::kSmallHashLog
+                         ? launch_find<lz4k::kSmallHashLog>(d_in_ptrs, d_in_sizes, d_out_ptrs, num_items, per_item,
+                                                            records, summaries, stream)
+                         : launch_find<lz4k::kLargeHashLog>(d_in_ptrs, d_in_sizes, d_out_ptrs, num_items, per_item,
+                                                            records, summaries, stream);
+    if (!s) return s;
+  }
+  const std::size_t emit_blocks = (num_items + kEmitWarps - 1) / kEmitWarps;
+  lz4_emit_kernel<<<static_cast<unsigned>(emit_blocks), kEmitWarps * 32, 0, stream>>>(
+      d_in_ptrs, d_in_sizes, num_items, d_out_ptrs, d_out_capacities, d_out_sizes, d_statuses, per_item, max_hash_log,
+      records, summaries);
+  return launch_status();
 }
 
 Status lz4_decompress_async(const void* const* d_in_ptrs, const std::size_t* d_in_sizes, std::size_t max_output_size,

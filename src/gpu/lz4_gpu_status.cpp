@@ -1,4 +1,5 @@
 // Host-side pieces of the GPU API that need no device: names, size queries.
+#include "gpu/lz4_gpu_encode.hpp"
 #include "tandem/tandem_gpu.hpp"
 
 namespace tandem::gpu {
@@ -36,10 +37,12 @@ std::size_t lz4_max_compressed_size(std::size_t input_size) {
   return input_size + input_size / 255 + 16;
 }
 
-Status lz4_compress_temp_size(std::size_t, std::size_t max_item_size, std::size_t* temp_bytes) {
+Status lz4_compress_temp_size(std::size_t num_items, std::size_t max_item_size, std::size_t* temp_bytes) {
   if (!temp_bytes) return {StatusCode::invalid_argument, "null temp_bytes"};
   if (max_item_size > kMaxItemSize) return {StatusCode::invalid_argument, "item larger than kMaxItemSize"};
-  *temp_bytes = 0;
+  lz4k::EncodeTemp layout;
+  if (!lz4k::encode_temp_layout(num_items, max_item_size, &layout)) return {StatusCode::invalid_argument, "too many items"};
+  *temp_bytes = layout.total_bytes;
   return {};
 }
 

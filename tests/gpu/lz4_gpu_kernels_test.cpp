@@ -167,10 +167,16 @@ std::vector<ItemOut> run_batch(Call call, const std::vector<Item>& items, const 
   CUDA_CHECK(cudaMemsetAsync(d_statuses.get(), kUnwritten, d_statuses.bytes(), s));
 
   ItemStatus* statuses = o.null_statuses ? nullptr : d_statuses.get<ItemStatus>();
+  const std::size_t max_item = o.max_item_size ? o.max_item_size : max_in;
+  std::size_t temp_bytes = 0;
+  if (call == Call::compress && !tandem::gpu::lz4_compress_temp_size(n, max_item, &temp_bytes).ok()) {
+    throw std::runtime_error("lz4_compress_temp_size failed");
+  }
+  const DeviceBuffer d_temp(temp_bytes);
   const tandem::Status st =
       call == Call::compress
           ? tandem::gpu::lz4_compress_async(d_in_ptrs.get<const void* const>(), d_in_sizes.get<const std::size_t>(),
-                                            o.max_item_size ? o.max_item_size : max_in, n, nullptr, 0,
+                                            max_item, n, d_temp.get(), temp_bytes,
                                             d_out_ptrs.get<void* const>(),
                                             o.null_capacities ? nullptr : d_caps.get<const std::size_t>(),
                                             d_out_sizes.get<std::size_t>(), statuses, s)
@@ -612,6 +618,18 @@ TEST_F(GpuLz4, ArgumentErrors) {
                 StatusCode::invalid_argument);
   std::size_t temp = 0;
   EXPECT_STATUS(tandem::gpu::lz4_compress_temp_size(1, tandem::gpu::kMaxItemSize + 1, &temp),
+                StatusCode::invalid_argument);
+  // Less temporary storage than lz4_compress_temp_size asks for.
+  ASSERT_TRUE(tandem::gpu::lz4_compress_temp_size(1, 16, &temp).ok());
+  ASSERT_GT(temp, 0u);
+  const DeviceBuffer d_temp(temp);
+  EXPECT_STATUS(tandem::gpu::lz4_compress_async(d_ptrs.get<const void* const>(), d_sizes.get<const std::size_t>(), 16,
+                                                1, d_temp.get(), temp - 1, d_ptrs.get<void* const>(), nullptr,
+                                                d_out_sizes.get<std::size_t>(), nullptr, s),
+                StatusCode::invalid_argument);
+  EXPECT_STATUS(tandem::gpu::lz4_compress_async(d_ptrs.get<const void* const>(), d_sizes.get<const std::size_t>(), 16,
+                                                1, nullptr, temp, d_ptrs.get<void* const>(), nullptr,
+                                                d_out_sizes.get<std::size_t>(), nullptr, s),
                 StatusCode::invalid_argument);
   // Null device arrays that the call needs.
   EXPECT_STATUS(tandem::gpu::lz4_compress_async(nullptr, d_sizes.get<const std::size_t>(), 16, 1, nullptr, 0,
