@@ -57,14 +57,16 @@ inline constexpr std::size_t kMaxItemSize = std::size_t{1} << 30;
 std::size_t lz4_max_compressed_size(std::size_t input_size);
 
 // Temporary device storage that lz4_compress_async needs for `num_items` items
-// of at most `max_item_size` bytes. May be 0.
+// of at most `max_item_size` bytes: about 2 bytes per byte of num_items *
+// max_item_size (the matches the encoder finds wait there to be written out),
+// so give max_item_size as the real largest item, not a loose bound.
 Status lz4_compress_temp_size(std::size_t num_items, std::size_t max_item_size, std::size_t* temp_bytes);
 
 // Compresses item i, d_in_ptrs[i] of d_in_sizes[i] bytes, into one standard
 // LZ4 block at d_out_ptrs[i] for every i < num_items.
 //   d_in_ptrs, d_in_sizes    device arrays [num_items]
 //   max_item_size            host: no d_in_sizes[i] is larger (it shapes the launch)
-//   d_temp, temp_bytes       device, at least lz4_compress_temp_size; may be null when that is 0
+//   d_temp, temp_bytes       device, at least lz4_compress_temp_size (else invalid_argument)
 //   d_out_ptrs               device array [num_items] of device buffers
 //   d_out_capacities         device array [num_items], or null: lz4_max_compressed_size of each input
 //   d_out_sizes              device array [num_items]: bytes written (0 on failure)

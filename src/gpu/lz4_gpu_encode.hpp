@@ -49,19 +49,21 @@ inline constexpr std::uint32_t kMaxOffset = 65535;
 // A segment's size, and how far before it its warp's hash table reaches.
 // Positions in the table are relative to the start of that reach, so they fit
 // 16 bits: kPrimeBytes + kSegmentSize <= 65536. Measured on Silesia in 64 KiB
-// blocks (compressed size against liblz4's default level): segments of 4 KiB
-// primed with 8 KiB give 1.084x, 16 KiB primed with 16 KiB 1.018x, with
-// 2^13-entry tables; 2^12 entries cost another 2%.
+// blocks (compressed size against liblz4's default level, 2^13-entry tables):
+// segments of 4 KiB primed with 8 KiB give 1.084x, 16 KiB primed with 16 KiB
+// 1.018x, 16 KiB primed with 32 KiB 1.008x (but a third more hashing).
 inline constexpr std::uint32_t kSegmentSize = 16384;
 inline constexpr std::uint32_t kPrimeBytes = 16384;
-// Hash tables: 2^12 entries for blocks up to 16 KiB, 2^13 above (as liblz4
-// does for blocks under 64 KiB): more entries keep more candidates, fewer
-// keep more warps resident per multiprocessor. The shape follows each block's
-// own size, never the batch's, so that a block compresses to the same bytes in
-// any batch.
-inline constexpr int kSmallHashLog = 12;
-inline constexpr int kLargeHashLog = 13;
-inline constexpr std::size_t kSmallTableLimit = 16384;
+// Hash tables: 2^11 entries for blocks up to 4 KiB, 2^12 above. The encoder
+// is limited by how many warps each multiprocessor keeps resident, and that
+// by the tables' shared memory: on the H100, silesia7 in 64 KiB blocks
+// compressed at 19.5 GB/s with 2^13 entries (12 warps per multiprocessor) and
+// 28.5 GB/s with 2^12 (28 warps), for 1.8% more output (1.018x liblz4's
+// default against 1.038x). The shape follows each block's own size, never the
+// batch's, so that a block compresses to the same bytes in any batch.
+inline constexpr int kSmallHashLog = 11;
+inline constexpr int kLargeHashLog = 12;
+inline constexpr std::size_t kSmallTableLimit = 4096;
 TANDEM_HD constexpr int hash_log_for(std::size_t n) { return n <= kSmallTableLimit ? kSmallHashLog : kLargeHashLog; }
 TANDEM_HD constexpr std::size_t table_bytes(int hash_log) { return (std::size_t{1} << hash_log) * sizeof(std::uint16_t); }
 static_assert(kPrimeBytes + kSegmentSize <= 65536, "table positions are 16 bits");
@@ -164,6 +166,16 @@ TANDEM_HD void clear_table(const Warp& w, std::uint16_t* table) {
 #endif
 }
 
+// The warp reads its input front to back, 32 bytes a step or more: ask for
+// the cache line kPrefetchDistance bytes ahead, so that a step seldom waits
+// for device memory.
+inline constexpr std::uint32_t kPrefetchDistance = 2048;
+TANDEM_HD void prefetch_ahead(const Warp& w, const std::uint8_t* in, std::uint32_t n, std::uint32_t at) {
+  w.each([&](int l) {
+    if (l == 0 && n - at > kPrefetchDistance) simt::prefetch_l1(in + at + kPrefetchDistance);
+  });
+}
+
 // Step 1 for segment `seg` of the block in[0, n): fills recs (room for
 // kMaxSegmentRecords) and *summary. table: the warp's 2^HashLog entries.
 template <int HashLog>
@@ -186,6 +198,7 @@ TANDEM_HD void find_segment_with(const Warp& w, const std::uint8_t* in, std::uin
     w.sync();
     // The bytes before the segment: only their newest position per hash.
     for (std::uint32_t tile = base; tile < seg_start; tile += 32) {
+      prefetch_ahead(w, in, n, tile);
       const Lanes<std::uint32_t> key = w.map([&](int l) -> std::uint32_t {
         const std::uint32_t q = tile + static_cast<std::uint32_t>(l);
         return q < seg_start ? hash4<HashLog>(simt::load_u32(in, n, q)) : 0x80000000u | static_cast<std::uint32_t>(l);
@@ -200,6 +213,7 @@ TANDEM_HD void find_segment_with(const Warp& w, const std::uint8_t* in, std::uin
     std::uint32_t cur = seg_start;  // positions before this one are inside the last match
     std::uint32_t tile = seg_start;
     while (tile <= last_start) {
+      prefetch_ahead(w, in, n, tile);
       const Lanes<bool> valid = w.map([&](int l) { return tile + static_cast<std::uint32_t>(l) <= last_start; });
       const Lanes<std::uint32_t> seq = w.map([&](int l) -> std::uint32_t {
         return valid[l] ? simt::load_u32(in, n, tile + static_cast<std::uint32_t>(l)) : 0u;
