@@ -4,22 +4,27 @@
 // blocks enough to fill the GPU; more for large blocks).
 //
 // Parsing an LZ4 block is a chain: where a sequence starts depends on every
-// length before it. Copying mostly is not. So the block decodes in rounds of
-// up to 32 * W sequences, one per thread:
-//  1. parse: one lane walks the round's sequence headers as plain scalar
-//     code (the short serial chain: token, length extensions, offset) and
-//     records each sequence in shared memory, checking every field;
-//  2. literals: each thread copies its sequence's literal run, and its match
-//     too when the match reads only output of earlier rounds (the common
-//     case: those rounds are complete);
-//  3. matches, in passes: a match that reads output of this round waits
-//     until every match of the round that writes bytes it reads is done; each
-//     pass copies all matches that are ready. The lowest pending match is
-//     always ready, so the passes end.
-// A thread copies its own short runs and matches byte by byte (an average
-// sequence is a few literals and a short match: a lane each keeps the warp's
-// lanes busy, where a warp per sequence left most idle); long ones are copied
-// by the whole warp, with aligned words.
+// length before it. Copying is not, once each output byte's origin is known.
+// So the block decodes in rounds of up to 32 sequences per copying warp, one
+// sequence per lane:
+//  - parse: one lane walks the round's sequence headers as plain scalar code
+//    (the short serial chain: token, length extensions, offset) and records
+//    each sequence in shared memory, checking every field;
+//  - copy: each lane copies its sequence's literals from the input, and its
+//    match. A match whose source lies in earlier rounds (complete by then) is
+//    a plain copy. A byte whose source lies in this round's output is traced
+//    back instead: a source byte in a literal run is read from the input; one
+//    in a match stands for the byte `offset` before it (the period of a match
+//    that overlaps itself is folded at once), and so on until a literal or an
+//    earlier round. So no copy waits for another, and a round's copies run
+//    all at once.
+// With one warp (batches of small blocks, which fill the GPU by their number)
+// the warp parses, then copies. With W warps, warp 0 parses round r + 1 while
+// the others copy round r, two round buffers in turn.
+//
+// A lane copies its own short runs and matches (an average sequence is a few
+// literals and a short match: a lane each keeps a warp's lanes busy, where a
+// warp per sequence left most idle); long ones are copied by the whole warp.
 #pragma once
 
 #include <cstdint>
@@ -39,26 +44,30 @@ inline constexpr int kDecodeWarps = 4;
 // Runs and matches longer than this are copied by the warp, shorter ones by their own lane.
 inline constexpr std::uint32_t kLaneCopy = 32;
 
-// Sequence states within a round.
-inline constexpr std::uint8_t kMatchDone = 0;
-inline constexpr std::uint8_t kMatchPending = 1;
-inline constexpr std::uint8_t kMatchReady = 2;
+// One round's sequences, as the parse recorded them.
+template <std::uint32_t R>
+struct DecodeRound {
+  static constexpr std::uint32_t kSequences = R;
+  std::uint32_t lit_src[R];    // input position of the literals
+  std::uint32_t out_pos[R];    // output position of the literals
+  std::uint32_t lit_len[R];
+  std::uint32_t offset[R];     // 0: literals only
+  std::uint32_t match_len[R];  // 0: literals only
+  std::uint32_t count;         // sequences
+  std::uint32_t start_out;     // output position where the round starts
+  std::uint32_t end_out;       // output position where the round ends (the block's size so far)
+  ItemStatus status;           // ok, or what stopped the parse in this round
+  std::uint32_t last;          // 1: the block ends (or failed) in this round
+};
 
-// One round's sequences as the parse recorded them, and the round's state.
+// The shared memory of a block of W warps: one round buffer for one warp,
+// else two (parsed by warp 0 and copied by the other W - 1 in turn).
 template <int W>
 struct DecodeShared {
-  static constexpr std::uint32_t kRound = 32u * W;
-  std::uint32_t lit_src[kRound];    // input position of the literals
-  std::uint32_t out_pos[kRound];    // output position of the literals
-  std::uint32_t lit_len[kRound];
-  std::uint32_t offset[kRound];     // 0: literals only
-  std::uint32_t match_len[kRound];  // 0: literals only
-  std::uint8_t state[kRound];       // kMatch*
-  std::uint32_t pending[W];         // per warp: matches not done at the start of a pass
-  std::uint32_t count;              // sequences
-  std::uint32_t end_out;            // output position where the round ends (the block's size so far)
-  ItemStatus status;                // ok, or what stopped the parse in this round
-  std::uint32_t last;               // 1: the block ends (or failed) in this round
+  static constexpr int kCopyWarps = W == 1 ? 1 : W - 1;
+  static constexpr int kBuffers = W == 1 ? 1 : 2;
+  using Round = DecodeRound<32u * kCopyWarps>;
+  Round round[kBuffers];
 };
 
 // The parsing lane's place in the block between rounds.
@@ -118,13 +127,12 @@ TANDEM_HD void copy_match_at(const Warp& w, std::uint8_t* out, std::uint32_t at,
   }
 }
 
-// One lane: parses up to DecodeShared<W>::kRound sequences from c into s,
+// One lane: parses up to Round::kSequences sequences from c into s,
 // checking every field. A sequence that fails after its literals keeps them
 // (the output counts them, as the block's size so far); one that fails before
 // them is not recorded.
-template <int W>
-TANDEM_HD void parse_round(const std::uint8_t* in, std::uint32_t n, std::uint32_t cap, DecodeCursor* c,
-                           DecodeShared<W>* s) {
+template <class Round>
+TANDEM_HD void parse_round(const std::uint8_t* in, std::uint32_t n, std::uint32_t cap, DecodeCursor* c, Round* s) {
   std::uint32_t ip = c->ip;
   std::uint32_t op = c->op;
   std::uint32_t count = 0;
@@ -139,7 +147,7 @@ TANDEM_HD void parse_round(const std::uint8_t* in, std::uint32_t n, std::uint32_
     s->match_len[count] = ml;
     ++count;
   };
-  while (count < DecodeShared<W>::kRound) {
+  while (count < Round::kSequences) {
     if (ip >= n) {  // only an empty block gets here: a block must hold a token
       status = ItemStatus::corrupt_token;
       break;
@@ -202,6 +210,7 @@ TANDEM_HD void parse_round(const std::uint8_t* in, std::uint32_t n, std::uint32_
   }
   if (status != ItemStatus::ok) last = true;
   s->count = count;
+  s->start_out = c->op;
   s->end_out = op;
   s->status = status;
   s->last = last ? 1u : 0u;
@@ -217,57 +226,95 @@ TANDEM_HD void lane_copy_match(std::uint8_t* out, std::uint32_t at, std::uint32_
   for (std::uint32_t k = 0; k < ml; ++k) dst[k] = src[k];
 }
 
-// True when sequence i's match reads only bytes that are final: output of
-// earlier rounds, literals of this round (copied before any match), and
-// matches of this round that are done.
-template <int W>
-TANDEM_HD bool match_ready(const DecodeShared<W>& s, std::uint32_t i) {
-  const std::uint32_t dst = s.out_pos[i] + s.lit_len[i];
-  const std::uint32_t src = dst - s.offset[i];
-  const std::uint32_t src_end = src + s.match_len[i];
-  const std::uint32_t lim = src_end < dst ? src_end : dst;  // beyond dst it reads its own output
-  if (lim <= s.out_pos[0]) return true;
-  // The first sequence that ends after src: sequences are contiguous in the output.
-  std::uint32_t lo = 0, hi = i;
-  while (lo < hi) {
-    const std::uint32_t mid = (lo + hi) / 2;
-    if (s.out_pos[mid] + s.lit_len[mid] + s.match_len[mid] > src) {
-      hi = mid;
-    } else {
-      lo = mid + 1;
+// The byte that output position y (in round r, before sequence `below`'s
+// match end) will hold, from the input or from earlier rounds only: a byte in
+// a match is the byte `offset` before it, with a match's own period folded.
+// Every step moves y down, so the trace ends.
+template <class Round>
+TANDEM_HD std::uint8_t trace_byte(const Round& r, const std::uint8_t* in, const std::uint8_t* out, std::uint32_t y,
+                                  std::uint32_t below) {
+  for (;;) {
+    if (y < r.start_out) return out[y];
+    // The last sequence at or before y (positions increase with the index).
+    std::uint32_t lo = 0, hi = below;
+    while (lo < hi) {
+      const std::uint32_t mid = (lo + hi + 1) / 2;
+      if (r.out_pos[mid] <= y) {
+        lo = mid;
+      } else {
+        hi = mid - 1;
+      }
     }
+    const std::uint32_t m = r.out_pos[lo] + r.lit_len[lo];
+    if (y < m) return in[r.lit_src[lo] + (y - r.out_pos[lo])];
+    const std::uint32_t k = y - m;
+    const std::uint32_t off = r.offset[lo];
+    y = m - off + (k < off ? k : k % off);
+    below = lo;
   }
-  for (std::uint32_t j = lo; j < i; ++j) {
-    const std::uint32_t m = s.out_pos[j] + s.lit_len[j];
-    if (m >= lim) break;
-    if (s.state[j] != kMatchDone && m + s.match_len[j] > src) return false;
-  }
-  return true;
 }
 
-// Copies, for each lane whose `mine` is set, its sequence's match; short ones
-// by the lane, long ones by the warp. Marks them done.
-template <int W>
-TANDEM_HD void copy_matches(const Warp& w, int wi, DecodeShared<W>& s, std::uint8_t* out, const Lanes<bool>& mine) {
+// Copying warp k of the block copies its lanes' sequences of round r.
+template <class Round>
+TANDEM_HD void copy_round(const Warp& w, int k, const Round& r, const std::uint8_t* in, std::uint32_t n,
+                          std::uint8_t* out) {
+  const std::uint32_t count = r.count;
+  const std::uint32_t start = r.start_out;
+  const auto index = [&](int l) { return static_cast<std::uint32_t>(k * 32 + l); };
+  const Lanes<bool> has = w.map([&](int l) { return index(l) < count; });
+  // A match reads only earlier rounds when its source ends (clipped to its
+  // own start, beyond which it repeats itself) before the round starts.
+  const Lanes<bool> early = w.map([&](int l) {
+    const std::uint32_t i = index(l);
+    if (!has[l] || r.match_len[i] == 0) return true;
+    const std::uint32_t dst = r.out_pos[i] + r.lit_len[i];
+    const std::uint32_t src_end = dst - r.offset[i] + r.match_len[i];
+    return (src_end < dst ? src_end : dst) <= start;
+  });
   w.each([&](int l) {
-    const std::uint32_t i = static_cast<std::uint32_t>(wi * 32 + l);
-    if (mine[l] && s.match_len[i] <= kLaneCopy) {
-      lane_copy_match(out, s.out_pos[i] + s.lit_len[i], s.offset[i], s.match_len[i]);
+    if (!has[l]) return;
+    const std::uint32_t i = index(l);
+    const std::uint32_t lit = r.lit_len[i];
+    if (lit <= kLaneCopy) {
+      for (std::uint32_t j = 0; j < lit; ++j) out[r.out_pos[i] + j] = in[r.lit_src[i] + j];
+    }
+    const std::uint32_t ml = r.match_len[i];
+    if (ml == 0 || ml > kLaneCopy) return;
+    const std::uint32_t dst = r.out_pos[i] + lit;
+    if (early[l]) {
+      lane_copy_match(out, dst, r.offset[i], ml);
+    } else {
+      for (std::uint32_t j = 0; j < ml; ++j) out[dst + j] = trace_byte(r, in, out, dst + j - r.offset[i], i);
     }
   });
-  std::uint32_t longs = w.ballot(w.map([&](int l) {
-    return mine[l] && s.match_len[static_cast<std::uint32_t>(wi * 32 + l)] > kLaneCopy;
-  }));
-  while (longs) {
-    const std::uint32_t i = static_cast<std::uint32_t>(wi * 32 + simt::first_set(longs));
-    const std::uint32_t at = s.out_pos[i] + s.lit_len[i];
-    copy_match_at(w, out, at, s.offset[i], s.match_len[i], at);
-    longs &= longs - 1;
+  std::uint32_t long_lits = w.ballot(w.map([&](int l) { return has[l] && r.lit_len[index(l)] > kLaneCopy; }));
+  while (long_lits) {
+    const std::uint32_t i = index(simt::first_set(long_lits));
+    simt::warp_copy(w, out + r.out_pos[i], in + r.lit_src[i], r.lit_len[i], in, in + n);
+    long_lits &= long_lits - 1;
   }
-  w.sync();
-  w.each([&](int l) {
-    if (mine[l]) s.state[wi * 32 + l] = kMatchDone;
-  });
+  std::uint32_t long_early = w.ballot(w.map([&](int l) { return has[l] && early[l] && r.match_len[index(l)] > kLaneCopy; }));
+  while (long_early) {
+    const std::uint32_t i = index(simt::first_set(long_early));
+    const std::uint32_t dst = r.out_pos[i] + r.lit_len[i];
+    // Aligned loads may read up to dst; only earlier rounds' bytes are kept.
+    copy_match_at(w, out, dst, r.offset[i], r.match_len[i], dst);
+    long_early &= long_early - 1;
+  }
+  std::uint32_t long_traced =
+      w.ballot(w.map([&](int l) { return has[l] && !early[l] && r.match_len[index(l)] > kLaneCopy; }));
+  while (long_traced) {
+    const std::uint32_t i = index(simt::first_set(long_traced));
+    const std::uint32_t dst = r.out_pos[i] + r.lit_len[i];
+    const std::uint32_t ml = r.match_len[i];
+    const std::uint32_t off = r.offset[i];
+    w.each([&](int l) {
+      for (std::uint32_t j = static_cast<std::uint32_t>(l); j < ml; j += 32) {
+        out[dst + j] = trace_byte(r, in, out, dst + j - off, i);
+      }
+    });
+    long_traced &= long_traced - 1;
+  }
 }
 
 // Decodes the block in[0, n) into out[0, cap) with the block's W warps;
@@ -277,89 +324,53 @@ template <int W>
 TANDEM_HD ItemStatus decode_block(const Block<W>& b, DecodeShared<W>& s, const std::uint8_t* in, std::uint32_t n,
                                   std::uint8_t* out, std::uint32_t cap, std::uint32_t* out_size) {
   DecodeCursor cursor;  // the parsing lane's
-  for (;;) {
+  const auto parse = [&](const Warp& w, typename DecodeShared<W>::Round* r) {
+    // The round reads its headers one after another: have the next 4 KiB of
+    // input on the way at once, rather than a cache miss at every line.
+    const std::uint32_t ip = cursor.ip;
+    w.each([&](int l) {
+      const std::uint32_t x = ip + 128 * static_cast<std::uint32_t>(l);
+      if (x < n) simt::prefetch_l1(in + x);
+    });
+    w.each([&](int l) {
+      if (l == 0) parse_round(in, n, cap, &cursor, r);
+    });
+  };
+  if constexpr (W == 1) {
+    typename DecodeShared<W>::Round& r = s.round[0];
+    for (;;) {
+      b.warps([&](const Warp& w, int) { parse(w, &r); });
+      b.sync();
+      b.warps([&](const Warp& w, int) { copy_round(w, 0, r, in, n, out); });
+      b.sync();
+      if (r.last) {
+        *out_size = r.end_out;
+        return r.status;
+      }
+    }
+  } else {
     b.warps([&](const Warp& w, int wi) {
-      if (wi != 0) return;
-      // The round reads its headers one after another: have the next 4 KiB
-      // of input on the way at once, rather than a cache miss at every line.
-      const std::uint32_t ip = cursor.ip;
-      w.each([&](int l) {
-        const std::uint32_t x = ip + 128 * static_cast<std::uint32_t>(l);
-        if (x < n) simt::prefetch_l1(in + x);
-      });
-      w.each([&](int l) {
-        if (l == 0) parse_round(in, n, cap, &cursor, &s);
-      });
+      if (wi == 0) parse(w, &s.round[0]);
     });
     b.sync();
-    const std::uint32_t count = s.count;
-    // Literals, and the matches that read only earlier rounds.
-    b.warps([&](const Warp& w, int wi) {
-      const Lanes<bool> has = w.map([&](int l) { return static_cast<std::uint32_t>(wi * 32 + l) < count; });
-      w.each([&](int l) {
-        const std::uint32_t i = static_cast<std::uint32_t>(wi * 32 + l);
-        if (has[l] && s.lit_len[i] <= kLaneCopy) {
-          for (std::uint32_t k = 0; k < s.lit_len[i]; ++k) out[s.out_pos[i] + k] = in[s.lit_src[i] + k];
+    // Step k: warp 0 parses round k + 1 while the others copy round k.
+    for (std::uint32_t k = 0;; ++k) {
+      const typename DecodeShared<W>::Round& cur = s.round[k % 2];
+      typename DecodeShared<W>::Round* next = &s.round[(k + 1) % 2];
+      const bool more = cur.last == 0;
+      b.warps([&](const Warp& w, int wi) {
+        if (wi == 0) {
+          if (more) parse(w, next);
+        } else {
+          copy_round(w, wi - 1, cur, in, n, out);
         }
       });
-      std::uint32_t longs = w.ballot(w.map([&](int l) {
-        return has[l] && s.lit_len[static_cast<std::uint32_t>(wi * 32 + l)] > kLaneCopy;
-      }));
-      while (longs) {
-        const std::uint32_t i = static_cast<std::uint32_t>(wi * 32 + simt::first_set(longs));
-        simt::warp_copy(w, out + s.out_pos[i], in + s.lit_src[i], s.lit_len[i], in, in + n);
-        longs &= longs - 1;
+      b.sync();
+      if (!more) {
+        *out_size = cur.end_out;
+        return cur.status;
       }
-      const Lanes<bool> early = w.map([&](int l) {
-        const std::uint32_t i = static_cast<std::uint32_t>(wi * 32 + l);
-        if (!has[l] || s.match_len[i] == 0) return false;
-        const std::uint32_t dst = s.out_pos[i] + s.lit_len[i];
-        const std::uint32_t src_end = dst - s.offset[i] + s.match_len[i];
-        return (src_end < dst ? src_end : dst) <= s.out_pos[0];
-      });
-      w.each([&](int l) {
-        const std::uint32_t i = static_cast<std::uint32_t>(wi * 32 + l);
-        if (has[l]) s.state[i] = s.match_len[i] != 0 && !early[l] ? kMatchPending : kMatchDone;
-      });
-      w.sync();
-      copy_matches(w, wi, s, out, early);
-    });
-    b.sync();
-    // The matches that read this round's output, in passes.
-    for (;;) {
-      b.warps([&](const Warp& w, int wi) {
-        const Lanes<bool> pending = w.map([&](int l) {
-          const std::uint32_t i = static_cast<std::uint32_t>(wi * 32 + l);
-          return i < count && s.state[i] != kMatchDone;
-        });
-        const Lanes<bool> ready = w.map([&](int l) {
-          return pending[l] && match_ready(s, static_cast<std::uint32_t>(wi * 32 + l));
-        });
-        const std::uint32_t waiting = w.ballot(pending);
-        w.sync();  // every lane has read the states before any lane changes one
-        w.each([&](int l) {
-          if (ready[l]) s.state[wi * 32 + l] = kMatchReady;
-          if (l == 0) s.pending[wi] = static_cast<std::uint32_t>(simt::popcount(waiting));
-        });
-      });
-      b.sync();
-      std::uint32_t waiting = 0;
-      for (int k = 0; k < W; ++k) waiting += s.pending[k];
-      if (waiting == 0) break;
-      b.warps([&](const Warp& w, int wi) {
-        const Lanes<bool> mine = w.map([&](int l) {
-          const std::uint32_t i = static_cast<std::uint32_t>(wi * 32 + l);
-          return i < count && s.state[i] == kMatchReady;
-        });
-        copy_matches(w, wi, s, out, mine);
-      });
-      b.sync();
     }
-    if (s.last) {
-      *out_size = s.end_out;
-      return s.status;
-    }
-    b.sync();  // every thread has read the round before the next parse rewrites it
   }
 }
 
