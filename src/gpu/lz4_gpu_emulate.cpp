@@ -24,10 +24,9 @@ ItemStatus lz4_decode_block_emulated(const std::uint8_t* in, std::size_t in_size
   std::uint32_t size = 0;
   ItemStatus status;
   if (shape == DecodeShape::warp) {
-    const auto shared = std::make_unique<lz4k::DecodeShared<1>>();
-    status = lz4k::decode_block(simt::Block<1>{}, *shared, in, n, out, cap, &size);
+    status = lz4k::decode_block_warp(simt::Warp{}, in, n, out, cap, &size);
   } else {
-    const auto shared = std::make_unique<lz4k::DecodeShared<lz4k::kDecodeWarps>>();
+    const auto shared = std::make_unique<lz4k::DecodeShared>();
     status = lz4k::decode_block(simt::Block<lz4k::kDecodeWarps>{}, *shared, in, n, out, cap, &size);
   }
   *out_size = size;

@@ -108,7 +108,7 @@ __global__ void __launch_bounds__(lz4k::kDecodeWarps * 32)
     lz4_decode_block_kernel(const void* const* in_ptrs, const std::size_t* in_sizes, std::size_t num_items,
                             void* const* out_ptrs, const std::size_t* out_capacities, std::size_t* out_sizes,
                             ItemStatus* statuses) {
-  __shared__ lz4k::DecodeShared<lz4k::kDecodeWarps> shared;
+  __shared__ lz4k::DecodeShared shared;
   const std::size_t item = blockIdx.x;
   if (item >= num_items) return;
   const bool first_thread = threadIdx.x == 0;
@@ -123,8 +123,7 @@ __global__ void __launch_bounds__(lz4k::kDecodeWarps * 32)
   if (first_thread) finish_item(item, size, status, out_sizes, statuses);
 }
 
-// One warp per item, for batches of small items: kDecodeItemsPerBlock
-// independent one-warp decoders per CUDA block.
+// One warp per item, for batches of small items.
 constexpr int kDecodeItemsPerBlock = 8;
 
 __global__ void __launch_bounds__(kDecodeItemsPerBlock * 32)
@@ -138,10 +137,8 @@ __global__ void __launch_bounds__(kDecodeItemsPerBlock * 32)
     finish_item(item, 0, ItemStatus::invalid_item, out_sizes, statuses);
     return;
   }
-  __shared__ lz4k::DecodeShared<1> shared[kDecodeItemsPerBlock];
   std::uint32_t size = 0;
-  const ItemStatus status =
-      lz4k::decode_block(simt::Block<1>{}, shared[threadIdx.x / 32], d.in, d.n, d.out, d.cap, &size);
+  const ItemStatus status = lz4k::decode_block_warp(simt::Warp{}, d.in, d.n, d.out, d.cap, &size);
   finish_item(item, size, status, out_sizes, statuses);
 }
 

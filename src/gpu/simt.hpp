@@ -214,19 +214,11 @@ template <int W>
 struct Block {
   static constexpr int kWarps = W;
 #if defined(__CUDA_ARCH__)
-  // A one-warp block may share its CUDA block with other one-warp blocks:
-  // it is warp 0 of its own, and waits only for its own lanes.
   template <class F>
   __device__ __forceinline__ void warps(F f) const {
-    f(Warp{}, W == 1 ? 0 : static_cast<int>(threadIdx.x) / kWarpSize);
+    f(Warp{}, static_cast<int>(threadIdx.x) / kWarpSize);
   }
-  __device__ __forceinline__ void sync() const {
-    if constexpr (W == 1) {
-      __syncwarp();
-    } else {
-      __syncthreads();
-    }
-  }
+  __device__ __forceinline__ void sync() const { __syncthreads(); }
 #else
   template <class F>
   void warps(F f) const {
