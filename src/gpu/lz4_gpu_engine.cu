@@ -38,8 +38,9 @@ __host__ __device__ constexpr std::size_t align_up(std::size_t n, std::size_t a 
   return (n + a - 1) / a * a;
 }
 
-// Sub-batches. The kernels give each item one warp, so the device is full
-// only with thousands of items, and an item takes as long whatever else runs:
+// Sub-batches. The decoders give each item one warp (or thread block), the
+// encoder one warp per 16 KiB of it, so the device is full only with thousands
+// of items, and an item takes as long whatever else runs:
 // cutting a call of few large items would only serialise them. So a call is
 // cut into up to kSubBatches sub-batches (whose copies and kernels overlap)
 // only while each keeps kFillItems items, and besides wherever a sub-batch
