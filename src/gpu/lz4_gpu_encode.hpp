@@ -75,34 +75,28 @@ struct SeqRecord {
   std::uint32_t lens;    // lit | ml << 16
   std::uint32_t offset;
 };
-// What step 1 found in one segment: `count` records, covering `consumed`
-// bytes from the segment's start; the rest of the segment is literals.
-struct SegmentSummary {
-  std::uint32_t count;
-  std::uint32_t consumed;
-};
 // Every match is at least 4 bytes and matches do not overlap.
 inline constexpr std::uint32_t kMaxSegmentRecords = kSegmentSize / kEncMinMatch;
 
 TANDEM_HD constexpr std::size_t segment_count(std::size_t n) { return (n + kSegmentSize - 1) / kSegmentSize; }
 
 // The temporary storage of a compression call: for each of num_items items,
-// room for the records and summaries of segment_count(max_item_size)
-// segments; records first, then the summaries. False when it would not fit a
+// room for the records and the record count of segment_count(max_item_size)
+// segments; records first, then the counts. False when it would not fit a
 // size_t.
 struct EncodeTemp {
   std::size_t segments_per_item;
-  std::size_t records_bytes;  // where the summaries start
+  std::size_t records_bytes;  // where the counts start
   std::size_t total_bytes;
 };
 inline bool encode_temp_layout(std::size_t num_items, std::size_t max_item_size, EncodeTemp* t) {
   t->segments_per_item = segment_count(max_item_size);
-  const std::size_t per_segment = kMaxSegmentRecords * sizeof(SeqRecord) + sizeof(SegmentSummary);
+  const std::size_t per_segment = kMaxSegmentRecords * sizeof(SeqRecord) + sizeof(std::uint32_t);
   const std::size_t limit = ~std::size_t{0};
   if (t->segments_per_item != 0 && num_items > limit / t->segments_per_item / per_segment) return false;
   const std::size_t segments = num_items * t->segments_per_item;
   t->records_bytes = segments * kMaxSegmentRecords * sizeof(SeqRecord);
-  t->total_bytes = t->records_bytes + segments * sizeof(SegmentSummary);
+  t->total_bytes = t->records_bytes + segments * sizeof(std::uint32_t);
   return true;
 }
 
@@ -177,10 +171,11 @@ TANDEM_HD void prefetch_ahead(const Warp& w, const std::uint8_t* in, std::uint32
 }
 
 // Step 1 for segment `seg` of the block in[0, n): fills recs (room for
-// kMaxSegmentRecords) and *summary. table: the warp's 2^HashLog entries.
+// kMaxSegmentRecords) and *count, the records written. table: the warp's
+// 2^HashLog entries.
 template <int HashLog>
 TANDEM_HD void find_segment_with(const Warp& w, const std::uint8_t* in, std::uint32_t n, std::uint32_t seg,
-                            std::uint16_t* table, SeqRecord* recs, SegmentSummary* summary) {
+                            std::uint16_t* table, SeqRecord* recs, std::uint32_t* record_count) {
   const std::uint32_t seg_start = seg * kSegmentSize;
   const std::uint32_t seg_end = n - seg_start < kSegmentSize ? n : seg_start + kSegmentSize;
   std::uint32_t anchor = seg_start;  // where the literals of the next record start
@@ -264,7 +259,7 @@ TANDEM_HD void find_segment_with(const Warp& w, const std::uint8_t* in, std::uin
     }
   }
   w.each([&](int l) {
-    if (l == 0) *summary = SegmentSummary{count, anchor - seg_start};
+    if (l == 0) *record_count = count;
   });
   w.sync();
 }
@@ -272,19 +267,19 @@ TANDEM_HD void find_segment_with(const Warp& w, const std::uint8_t* in, std::uin
 // find_segment_with the table shape of the block's size; table has at least
 // table_bytes(hash_log_for(n)) bytes.
 TANDEM_HD void find_segment(const Warp& w, const std::uint8_t* in, std::uint32_t n, std::uint32_t seg,
-                            std::uint16_t* table, SeqRecord* recs, SegmentSummary* summary) {
+                            std::uint16_t* table, SeqRecord* recs, std::uint32_t* record_count) {
   if (hash_log_for(n) == kSmallHashLog) {
-    find_segment_with<kSmallHashLog>(w, in, n, seg, table, recs, summary);
+    find_segment_with<kSmallHashLog>(w, in, n, seg, table, recs, record_count);
   } else {
-    find_segment_with<kLargeHashLog>(w, in, n, seg, table, recs, summary);
+    find_segment_with<kLargeHashLog>(w, in, n, seg, table, recs, record_count);
   }
 }
 
-// Step 2: writes the block in[0, n) into out[0, cap) from the records and
-// summaries of its `segments` segments (segment s's records at
+// Step 2: writes the block in[0, n) into out[0, cap) from the records of its
+// `segments` segments (segment s's record_counts[s] records at
 // recs[s * kMaxSegmentRecords]). *out_size is 0 unless the block fit.
 TANDEM_HD ItemStatus emit_block(const Warp& w, const std::uint8_t* in, std::uint32_t n, std::uint8_t* out,
-                                std::uint32_t cap, const SeqRecord* recs, const SegmentSummary* summaries,
+                                std::uint32_t cap, const SeqRecord* recs, const std::uint32_t* record_counts,
                                 std::uint32_t segments, std::uint32_t* out_size) {
   // Literal runs up to this long are copied by their own lane; longer ones by
   // the warp.
@@ -293,12 +288,12 @@ TANDEM_HD ItemStatus emit_block(const Warp& w, const std::uint8_t* in, std::uint
   std::uint32_t anchor = 0;  // input position of the literals not yet written
   bool fits = true;
   for (std::uint32_t s = 0; s < segments && fits; ++s) {
-    const SegmentSummary sum = summaries[s];
+    const std::uint32_t count = record_counts[s];
     const SeqRecord* r = recs + static_cast<std::size_t>(s) * kMaxSegmentRecords;
     const std::uint32_t seg_start = s * kSegmentSize;
     std::uint32_t cursor = seg_start;  // input position where the group's first record's own literals start
-    for (std::uint32_t g = 0; g < sum.count; g += 32) {
-      const Lanes<bool> active = w.map([&](int l) { return g + static_cast<std::uint32_t>(l) < sum.count; });
+    for (std::uint32_t g = 0; g < count; g += 32) {
+      const Lanes<bool> active = w.map([&](int l) { return g + static_cast<std::uint32_t>(l) < count; });
       const Lanes<std::uint32_t> lens = w.map([&](int l) -> std::uint32_t {
         return active[l] ? r[g + static_cast<std::uint32_t>(l)].lens : 0u;
       });
@@ -351,7 +346,7 @@ TANDEM_HD ItemStatus emit_block(const Warp& w, const std::uint8_t* in, std::uint
       op += total;
       cursor += w.sum(span);
     }
-    if (fits && sum.count > 0) anchor = seg_start + sum.consumed;
+    if (fits && count > 0) anchor = cursor;  // the end of the segment's last match
   }
   if (fits) {
     // The last sequence: the remaining literals, no match.

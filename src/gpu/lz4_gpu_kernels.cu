@@ -36,7 +36,7 @@ template <int HashLog>
 __global__ void __launch_bounds__(kFindWarps * 32)
     lz4_find_kernel(const void* const* in_ptrs, const std::size_t* in_sizes, void* const* out_ptrs,
                     std::size_t num_items, std::size_t segments_per_item, lz4k::SeqRecord* records,
-                    lz4k::SegmentSummary* summaries) {
+                    std::uint32_t* record_counts) {
   extern __shared__ uint4 shared[];
   const int warp = static_cast<int>(threadIdx.x) / 32;
   const std::size_t index = static_cast<std::size_t>(blockIdx.x) * kFindWarps + warp;
@@ -52,7 +52,7 @@ __global__ void __launch_bounds__(kFindWarps * 32)
   auto* table = reinterpret_cast<std::uint16_t*>(reinterpret_cast<std::uint8_t*>(shared) +
                                                  static_cast<std::size_t>(warp) * lz4k::table_bytes(HashLog));
   lz4k::find_segment(simt::Warp{}, in, static_cast<std::uint32_t>(n), static_cast<std::uint32_t>(seg), table,
-                     records + index * lz4k::kMaxSegmentRecords, summaries + index);
+                     records + index * lz4k::kMaxSegmentRecords, record_counts + index);
 }
 
 // Step 2: a warp per item.
@@ -60,7 +60,7 @@ __global__ void __launch_bounds__(kEmitWarps * 32)
     lz4_emit_kernel(const void* const* in_ptrs, const std::size_t* in_sizes, std::size_t num_items,
                     void* const* out_ptrs, const std::size_t* out_capacities, std::size_t* out_sizes,
                     ItemStatus* statuses, std::size_t segments_per_item, int max_hash_log,
-                    const lz4k::SeqRecord* records, const lz4k::SegmentSummary* summaries) {
+                    const lz4k::SeqRecord* records, const std::uint32_t* record_counts) {
   const std::size_t item = static_cast<std::size_t>(blockIdx.x) * kEmitWarps + threadIdx.x / 32;
   if (item >= num_items) return;
   const std::uint8_t* in = static_cast<const std::uint8_t*>(in_ptrs[item]);
@@ -77,7 +77,7 @@ __global__ void __launch_bounds__(kEmitWarps * 32)
   std::uint32_t size = 0;
   const ItemStatus status = lz4k::emit_block(
       simt::Warp{}, in, static_cast<std::uint32_t>(n), out, static_cast<std::uint32_t>(cap),
-      records + first * lz4k::kMaxSegmentRecords, summaries + first,
+      records + first * lz4k::kMaxSegmentRecords, record_counts + first,
       static_cast<std::uint32_t>(lz4k::segment_count(n)), &size);
   finish_item(item, size, status, out_sizes, statuses);
 }
@@ -152,7 +152,7 @@ Status launch_status() {
 template <int HashLog>
 Status launch_find(const void* const* d_in_ptrs, const std::size_t* d_in_sizes, void* const* d_out_ptrs,
                    std::size_t num_items, std::size_t segments_per_item, lz4k::SeqRecord* records,
-                   lz4k::SegmentSummary* summaries, Stream stream) {
+                   std::uint32_t* record_counts, Stream stream) {
   constexpr std::size_t kSharedBytes = kFindWarps * lz4k::table_bytes(HashLog);
   // Above 48 KiB a kernel's dynamic shared memory must be allowed once.
   static std::once_flag once;
@@ -165,7 +165,7 @@ Status launch_find(const void* const* d_in_ptrs, const std::size_t* d_in_sizes, 
   const std::size_t segments = num_items * segments_per_item;
   const std::size_t blocks = (segments + kFindWarps - 1) / kFindWarps;
   lz4_find_kernel<HashLog><<<static_cast<unsigned>(blocks), kFindWarps * 32, kSharedBytes, stream>>>(
-      d_in_ptrs, d_in_sizes, d_out_ptrs, num_items, segments_per_item, records, summaries);
+      d_in_ptrs, d_in_sizes, d_out_ptrs, num_items, segments_per_item, records, record_counts);
   return launch_status();
 }
 
@@ -197,20 +197,20 @@ Status lz4_compress_async(const void* const* d_in_ptrs, const std::size_t* d_in_
   }
   const std::size_t per_item = layout.segments_per_item;  // 0 when every item is empty
   auto* records = static_cast<lz4k::SeqRecord*>(d_temp);
-  auto* summaries = reinterpret_cast<lz4k::SegmentSummary*>(static_cast<std::uint8_t*>(d_temp) + layout.records_bytes);
+  auto* record_counts = reinterpret_cast<std::uint32_t*>(static_cast<std::uint8_t*>(d_temp) + layout.records_bytes);
   const int max_hash_log = lz4k::hash_log_for(max_item_size);
   if (segments > 0) {
     const Status s = max_hash_log == lz4k::kSmallHashLog
                          ? launch_find<lz4k::kSmallHashLog>(d_in_ptrs, d_in_sizes, d_out_ptrs, num_items, per_item,
-                                                            records, summaries, stream)
+                                                            records, record_counts, stream)
                          : launch_find<lz4k::kLargeHashLog>(d_in_ptrs, d_in_sizes, d_out_ptrs, num_items, per_item,
-                                                            records, summaries, stream);
+                                                            records, record_counts, stream);
     if (!s) return s;
   }
   const std::size_t emit_blocks = (num_items + kEmitWarps - 1) / kEmitWarps;
   lz4_emit_kernel<<<static_cast<unsigned>(emit_blocks), kEmitWarps * 32, 0, stream>>>(
       d_in_ptrs, d_in_sizes, num_items, d_out_ptrs, d_out_capacities, d_out_sizes, d_statuses, per_item, max_hash_log,
-      records, summaries);
+      records, record_counts);
   return launch_status();
 }
 

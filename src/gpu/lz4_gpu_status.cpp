@@ -34,7 +34,7 @@ Status item_status_to_status(ItemStatus status) {
 
 std::size_t lz4_max_compressed_size(std::size_t input_size) {
   if (input_size > kMaxItemSize) return 0;
-  return input_size + input_size / 255 + 16;
+  return lz4k::max_block_size(input_size);
 }
 
 Status lz4_compress_temp_size(std::size_t num_items, std::size_t max_item_size, std::size_t* temp_bytes) {
