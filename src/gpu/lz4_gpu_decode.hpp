@@ -121,82 +121,131 @@ TANDEM_HD void copy_match_at(const Warp& w, std::uint8_t* out, std::uint32_t at,
   }
 }
 
+// The 32 input bytes at in[at], a byte per lane (0 past the end).
+TANDEM_HD Lanes<std::uint32_t> load_window(const Warp& w, const std::uint8_t* in, std::uint32_t n, std::uint32_t at) {
+  return w.map([&](int l) -> std::uint32_t {
+    const std::uint32_t x = at + static_cast<std::uint32_t>(l);
+    return x < n ? in[x] : 0u;
+  });
+}
+
+// One sequence of the one-warp decoder, any sequence: win holds the input at
+// *ip. Moves *ip and *op past it. Returns ok to go on; *done is set when the
+// sequence ended the block.
+TANDEM_HD ItemStatus decode_sequence_warp(const Warp& w, const Lanes<std::uint32_t>& win, const std::uint8_t* in,
+                                          std::uint32_t n, std::uint8_t* out, std::uint32_t cap, std::uint32_t* ipp,
+                                          std::uint32_t* opp, bool* done) {
+  const std::uint32_t ip = *ipp;
+  std::uint32_t op = *opp;
+  const std::uint32_t token = w.shfl(win, 0);
+  std::uint32_t p = ip + 1;
+  std::uint32_t lit = token >> 4;
+  if (lit == 15 && !read_length(w, in, n, &p, &lit, n)) return ItemStatus::corrupt_token;
+  if (lit > n - p) return ItemStatus::literal_past_input_end;
+  if (lit > cap - op) return ItemStatus::output_overflow;
+  if (p == ip + 1) {
+    // Short run (lit < 15): the literals are lanes 1..lit of the window.
+    w.each([&](int l) {
+      const std::uint32_t j = static_cast<std::uint32_t>(l) - 1;
+      if (l >= 1 && j < lit) out[op + j] = static_cast<std::uint8_t>(win[l]);
+    });
+  } else {
+    simt::warp_copy(w, out + op, in + p, lit, in, in + n);
+  }
+  op += lit;
+  *opp = op;
+  p += lit;
+  if (p == n) {  // the last sequence: literals only
+    *ipp = p;
+    *done = true;
+    return ItemStatus::ok;
+  }
+  if (n - p < 2) return ItemStatus::corrupt_token;
+  std::uint32_t offset;
+  if (p - ip + 1 < 32) {
+    offset = w.shfl(win, static_cast<int>(p - ip)) | (w.shfl(win, static_cast<int>(p - ip + 1)) << 8);
+  } else {
+    offset = in[p] | (std::uint32_t{in[p + 1]} << 8);
+  }
+  p += 2;
+  std::uint32_t ml = token & 15;
+  if (ml == 15 && !read_length(w, in, n, &p, &ml, cap)) return ItemStatus::corrupt_token;
+  ml += kMinMatch;
+  if (offset == 0 || offset > op) return ItemStatus::offset_out_of_range;
+  if (ml > cap - op) return ItemStatus::match_past_output_end;
+  w.sync();  // the literals just written may be the match's source
+  copy_match_at(w, out, op, offset, ml, op);
+  *opp = op + ml;
+  *ipp = p;
+  w.sync();
+  if (p == n) return ItemStatus::corrupt_token;  // a block must end with literals
+  return ItemStatus::ok;
+}
+
 // The one-warp decoder, for small blocks, where a batch has many blocks to
-// keep the GPU busy and a block's rounds would not fill a pipeline: the warp
-// parses one sequence at a time, loading 32 input bytes at the token in one
-// coalesced step (the token, short literal runs and the offset come out of
-// that window through shuffles), and copies it. Same checks, statuses and
-// output as decode_block. Decodes in[0, n) into out[0, cap); *out_size
-// receives the bytes decoded (also on failure: how far it got).
+// keep the GPU busy and a block's rounds would not fill a pipeline. The warp
+// holds the 32 input bytes at the next token, a byte per lane. Most sequences
+// take the short path: both lengths fit the token (no extension bytes), the
+// whole sequence lies inside the window and the output has room for 32 more
+// bytes, so the token, the literals and the offset come out of the window
+// through shuffles, one check covers the offset, the next window is on its way
+// before the copies, and the match (at most 18 bytes) is a lane per byte, its
+// bytes from this sequence's literals taken from the window. Every other
+// sequence goes through decode_sequence_warp, which checks each field on its
+// own. Same statuses and output as decode_block. Decodes in[0, n) into
+// out[0, cap); *out_size receives the bytes decoded (also on failure: how far
+// it got).
 TANDEM_HD ItemStatus decode_block_warp(const Warp& w, const std::uint8_t* in, std::uint32_t n, std::uint8_t* out,
                                        std::uint32_t cap, std::uint32_t* out_size) {
+  constexpr std::uint32_t kShortMax = 32;  // input bytes of the window; output bytes of a short sequence at most
   std::uint32_t ip = 0;
   std::uint32_t op = 0;
   ItemStatus status = ItemStatus::ok;
   if (n == 0) status = ItemStatus::corrupt_token;  // even an empty block has a token
+  // Short sequences start at or below ip_short and op_short.
+  const bool may_short = n >= kShortMax && cap >= kShortMax;
+  const std::uint32_t ip_short = may_short ? n - kShortMax : 0;
+  const std::uint32_t op_short = may_short ? cap - kShortMax : 0;
+  Lanes<std::uint32_t> win = load_window(w, in, n, ip);
   while (status == ItemStatus::ok) {
-    const Lanes<std::uint32_t> win = w.map([&](int l) -> std::uint32_t {
-      const std::uint32_t x = ip + static_cast<std::uint32_t>(l);
-      return x < n ? in[x] : 0u;
-    });
     const std::uint32_t token = w.shfl(win, 0);
-    std::uint32_t p = ip + 1;
-    std::uint32_t lit = token >> 4;
-    if (lit == 15 && !read_length(w, in, n, &p, &lit, n)) {
-      status = ItemStatus::corrupt_token;
-      break;
+    const std::uint32_t lit = token >> 4;
+    const std::uint32_t mcode = token & 15;
+    const std::uint32_t offset =
+        w.shfl(win, static_cast<int>((1 + lit) & 31)) | (w.shfl(win, static_cast<int>((2 + lit) & 31)) << 8);
+    if (!(may_short && ip <= ip_short && op <= op_short && lit < 15 && mcode < 15 && offset != 0 &&
+          offset <= op + lit)) {
+      bool done = false;
+      status = decode_sequence_warp(w, win, in, n, out, cap, &ip, &op, &done);
+      if (done) break;
+      if (status == ItemStatus::ok) win = load_window(w, in, n, ip);
+      continue;
     }
-    if (lit > n - p) {
-      status = ItemStatus::literal_past_input_end;
-      break;
-    }
-    if (lit > cap - op) {
-      status = ItemStatus::output_overflow;
-      break;
-    }
-    if (p == ip + 1) {
-      // Short run (lit < 15): the literals are lanes 1..lit of the window.
-      w.each([&](int l) {
-        const std::uint32_t j = static_cast<std::uint32_t>(l) - 1;
-        if (l >= 1 && j < lit) out[op + j] = static_cast<std::uint8_t>(win[l]);
-      });
-    } else {
-      simt::warp_copy(w, out + op, in + p, lit, in, in + n);
-    }
-    op += lit;
-    p += lit;
-    if (p == n) break;  // the last sequence: literals only
-    if (n - p < 2) {
-      status = ItemStatus::corrupt_token;
-      break;
-    }
-    std::uint32_t offset;
-    if (p - ip + 1 < 32) {
-      offset = w.shfl(win, static_cast<int>(p - ip)) | (w.shfl(win, static_cast<int>(p - ip + 1)) << 8);
-    } else {
-      offset = in[p] | (std::uint32_t{in[p + 1]} << 8);
-    }
-    p += 2;
-    std::uint32_t ml = token & 15;
-    if (ml == 15 && !read_length(w, in, n, &p, &ml, cap)) {
-      status = ItemStatus::corrupt_token;
-      break;
-    }
-    ml += kMinMatch;
-    if (offset == 0 || offset > op) {
-      status = ItemStatus::offset_out_of_range;
-      break;
-    }
-    if (ml > cap - op) {
-      status = ItemStatus::match_past_output_end;
-      break;
-    }
-    w.sync();  // the literals just written may be the match's source
-    copy_match_at(w, out, op, offset, ml, op);
-    op += ml;
-    w.sync();
-    ip = p;
-    if (ip == n) status = ItemStatus::corrupt_token;  // a block must end with literals
+    const std::uint32_t next_ip = ip + 3 + lit;
+    const Lanes<std::uint32_t> next = load_window(w, in, n, next_ip);
+    const std::uint32_t ml = mcode + kMinMatch;
+    const std::uint32_t mp = op + lit;  // where the match goes
+    w.each([&](int l) {
+      const std::uint32_t j = static_cast<std::uint32_t>(l) - 1;
+      if (l >= 1 && j < lit) out[op + j] = static_cast<std::uint8_t>(win[l]);
+    });
+    // Lane l < ml: the byte at out[mp + l] repeats out[mp - offset + (l mod offset)],
+    // written before: by an earlier sequence, or this one's literals (in the window).
+    Lanes<std::uint32_t> src = w.map([&](int l) { return mp - offset + static_cast<std::uint32_t>(l); });
+    if (offset < ml) src = w.map([&](int l) { return mp - offset + static_cast<std::uint32_t>(l) % offset; });
+    const Lanes<std::uint32_t> from_window = w.shfl(win, w.map([&](int l) -> int {
+      return src[l] >= op ? static_cast<int>(1 + src[l] - op) & 31 : 0;
+    }));
+    w.each([&](int l) {
+      if (static_cast<std::uint32_t>(l) < ml) {
+        out[mp + static_cast<std::uint32_t>(l)] =
+            src[l] >= op ? static_cast<std::uint8_t>(from_window[l]) : out[src[l]];
+      }
+    });
+    op = mp + ml;
+    ip = next_ip;
+    win = next;
+    w.sync();  // the next sequence's match may read these bytes
   }
   w.sync();
   *out_size = op;

@@ -173,7 +173,10 @@ constexpr std::size_t kMaxBlocks = 0x7fffffff;
 // Batches whose blocks decode to at most this many bytes run a warp per
 // block: there are enough of them to fill the GPU, and too few sequences in
 // each for the thread-block decoder's pipeline to pay.
-constexpr std::size_t kDecodeWarpShapeMax = 16 * 1024;
+#ifndef TANDEM_DECODE_WARP_MAX
+#define TANDEM_DECODE_WARP_MAX (16 * 1024)
+#endif
+constexpr std::size_t kDecodeWarpShapeMax = TANDEM_DECODE_WARP_MAX;
 
 }  // namespace
 

@@ -123,6 +123,11 @@ struct Warp {
   __device__ __forceinline__ T shfl(const Lanes<T>& x, int src) const {
     return __shfl_sync(kFullMask, x.v, src);
   }
+  // Per lane: x of the lane that src names for it.
+  template <class T>
+  __device__ __forceinline__ Lanes<T> shfl(const Lanes<T>& x, const Lanes<int>& src) const {
+    return {__shfl_sync(kFullMask, x.v, src.v)};
+  }
   // Per lane: the mask of lanes holding the same value.
   __device__ __forceinline__ Lanes<std::uint32_t> match_any(const Lanes<std::uint32_t>& x) const {
     return {__match_any_sync(kFullMask, x.v)};
@@ -171,6 +176,12 @@ struct Warp {
   template <class T>
   T shfl(const Lanes<T>& x, int src) const {
     return x.v[src & 31];
+  }
+  template <class T>
+  Lanes<T> shfl(const Lanes<T>& x, const Lanes<int>& src) const {
+    Lanes<T> r;
+    for (int l = 0; l < kWarpSize; ++l) r.v[l] = x.v[src.v[l] & 31];
+    return r;
   }
   Lanes<std::uint32_t> match_any(const Lanes<std::uint32_t>& x) const {
     Lanes<std::uint32_t> r;
