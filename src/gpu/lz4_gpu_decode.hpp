@@ -283,7 +283,35 @@ TANDEM_HD void parse_round(const Warp& w, const std::uint8_t* in, std::uint32_t 
       r->match_len[count] = ml;
     });
   };
+  // Short sequences (as in decode_block_warp: lengths inside the token, the
+  // whole sequence inside the 32-byte window at its token) are read from the
+  // window; the others field by field.
+  const bool may_short = n >= 32;
+  const std::uint32_t ip_short = may_short ? n - 32 : 0;
+  Lanes<std::uint32_t> win = load_window(w, in, n, ip);
   while (count < kRoundSequences) {
+    {
+      const std::uint32_t token = w.shfl(win, 0);
+      const std::uint32_t lit = token >> 4;
+      const std::uint32_t ml = (token & 15) + kMinMatch;
+      const std::uint32_t offset =
+          w.shfl(win, static_cast<int>((1 + lit) & 31)) | (w.shfl(win, static_cast<int>((2 + lit) & 31)) << 8);
+      if (may_short && ip <= ip_short && lit < 15 && ml < 15 + kMinMatch && offset != 0 && offset <= op + lit &&
+          lit + ml <= cap - op) {
+        ip += 3 + lit;
+        win = load_window(w, in, n, ip);
+        record(ip - 2 - lit, op, lit, offset, ml);
+        if (op + lit - offset + ml > complete) {  // reads output that may not be written yet
+          w.each([&](int l) {
+            if (l == 0) r->dep[deps] = static_cast<std::uint16_t>(count);
+          });
+          ++deps;
+        }
+        op += lit + ml;
+        ++count;
+        continue;
+      }
+    }
     if (ip >= n) {  // only an empty block gets here: a block must hold a token
       status = ItemStatus::corrupt_token;
       break;
@@ -355,6 +383,7 @@ TANDEM_HD void parse_round(const Warp& w, const std::uint8_t* in, std::uint32_t 
       status = ItemStatus::corrupt_token;
       break;
     }
+    win = load_window(w, in, n, ip);
   }
   if (status != ItemStatus::ok) last = true;
   w.each([&](int l) {

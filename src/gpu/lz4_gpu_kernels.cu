@@ -126,7 +126,10 @@ __global__ void __launch_bounds__(lz4k::kDecodeWarps * 32)
 // One warp per item, for batches of small items.
 constexpr int kDecodeItemsPerBlock = 8;
 
-__global__ void __launch_bounds__(kDecodeItemsPerBlock * 32)
+#ifndef TANDEM_DECODE_WARP_MIN_BLOCKS
+#define TANDEM_DECODE_WARP_MIN_BLOCKS 1
+#endif
+__global__ void __launch_bounds__(kDecodeItemsPerBlock * 32, TANDEM_DECODE_WARP_MIN_BLOCKS)
     lz4_decode_warp_kernel(const void* const* in_ptrs, const std::size_t* in_sizes, std::size_t num_items,
                            void* const* out_ptrs, const std::size_t* out_capacities, std::size_t* out_sizes,
                            ItemStatus* statuses) {
