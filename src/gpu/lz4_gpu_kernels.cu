@@ -126,10 +126,7 @@ __global__ void __launch_bounds__(lz4k::kDecodeWarps * 32)
 // One warp per item, for batches of small items.
 constexpr int kDecodeItemsPerBlock = 8;
 
-#ifndef TANDEM_DECODE_WARP_MIN_BLOCKS
-#define TANDEM_DECODE_WARP_MIN_BLOCKS 1
-#endif
-__global__ void __launch_bounds__(kDecodeItemsPerBlock * 32, TANDEM_DECODE_WARP_MIN_BLOCKS)
+__global__ void __launch_bounds__(kDecodeItemsPerBlock * 32)
     lz4_decode_warp_kernel(const void* const* in_ptrs, const std::size_t* in_sizes, std::size_t num_items,
                            void* const* out_ptrs, const std::size_t* out_capacities, std::size_t* out_sizes,
                            ItemStatus* statuses) {
@@ -176,10 +173,7 @@ constexpr std::size_t kMaxBlocks = 0x7fffffff;
 // Batches whose blocks decode to at most this many bytes run a warp per
 // block: there are enough of them to fill the GPU, and too few sequences in
 // each for the thread-block decoder's pipeline to pay.
-#ifndef TANDEM_DECODE_WARP_MAX
-#define TANDEM_DECODE_WARP_MAX (16 * 1024)
-#endif
-constexpr std::size_t kDecodeWarpShapeMax = TANDEM_DECODE_WARP_MAX;
+constexpr std::size_t kDecodeWarpShapeMax = 16 * 1024;
 
 }  // namespace
 
