@@ -283,6 +283,15 @@ TANDEM_HD void parse_round(const Warp& w, const std::uint8_t* in, std::uint32_t 
       r->match_len[count] = ml;
     });
   };
+  // A match that reads output the copying warps may not have written yet
+  // (past `complete`) is left to warp 1, in order.
+  const auto note_dependency = [&](std::uint32_t match_at, std::uint32_t offset, std::uint32_t ml) {
+    if (match_at - offset + ml <= complete) return;
+    w.each([&](int l) {
+      if (l == 0) r->dep[deps] = static_cast<std::uint16_t>(count);
+    });
+    ++deps;
+  };
   // Short sequences (as in decode_block_warp: lengths inside the token, the
   // whole sequence inside the 32-byte window at its token) are read from the
   // window; the others field by field.
@@ -301,12 +310,7 @@ TANDEM_HD void parse_round(const Warp& w, const std::uint8_t* in, std::uint32_t 
         ip += 3 + lit;
         win = load_window(w, in, n, ip);
         record(ip - 2 - lit, op, lit, offset, ml);
-        if (op + lit - offset + ml > complete) {  // reads output that may not be written yet
-          w.each([&](int l) {
-            if (l == 0) r->dep[deps] = static_cast<std::uint16_t>(count);
-          });
-          ++deps;
-        }
+        note_dependency(op + lit, offset, ml);
         op += lit + ml;
         ++count;
         continue;
@@ -370,12 +374,7 @@ TANDEM_HD void parse_round(const Warp& w, const std::uint8_t* in, std::uint32_t 
       break;
     }
     record(lit_src, lit_at, lit, offset, ml);
-    if (op - offset + ml > complete) {  // reads output that may not be written yet
-      w.each([&](int l) {
-        if (l == 0) r->dep[deps] = static_cast<std::uint16_t>(count);
-      });
-      ++deps;
-    }
+    note_dependency(op, offset, ml);
     op += ml;
     ++count;
     ip = p;
