@@ -113,7 +113,7 @@ __global__ void check_kernel(const std::uint8_t* in, const std::uint8_t* out, st
     if (encode_statuses[i] != ItemStatus::ok && encode_statuses[i] != ItemStatus::incompressible)
       found |= kEncodeStatus;
   }
-  if (first == 0 && *total != expected_total) found |= kCompressedTotal;
+  if (first == 0 && total && *total != expected_total) found |= kCompressedTotal;
   if (found) atomicOr(flags, found);
 }
 
@@ -139,6 +139,10 @@ __global__ void pack_kernel(const std::uint8_t* slots, std::size_t stride, const
 
 constexpr int kThreads = 256;
 
+// Host mode: the batch goes through the GPU in up to this many slices of
+// whole chunks, each on its own stream.
+constexpr std::size_t kHostSlices = 8;
+
 class CudaTrial final : public GpuTrial {
  public:
   CudaTrial(std::span<const std::uint8_t> input, std::uint64_t xxh3, std::size_t chunk, GpuMode mode)
@@ -146,6 +150,8 @@ class CudaTrial final : public GpuTrial {
   // A trial that failed may leave work queued on buffers about to be freed.
   ~CudaTrial() override {
     if (stream_) (void)cudaStreamSynchronize(stream_.get());
+    for (Slice& slice : slices_)
+      if (slice.stream) (void)cudaStreamSynchronize(slice.stream.get());
   }
   CudaTrial(const CudaTrial&) = delete;
   CudaTrial& operator=(const CudaTrial&) = delete;
@@ -197,6 +203,24 @@ class CudaTrial final : public GpuTrial {
     // Host mode: the decoder's input pointers into this set's packed blocks,
     // uploaded with the blocks as a caller holding them in host memory would.
     PinnedPtr<const void*> host_packed_ptrs;
+    // Host mode: each slice's block offsets, items + 1 of them from
+    // slice_offsets + first + slice (the last one its total).
+    DevicePtr<std::size_t> slice_offsets;
+  };
+
+  // Host mode: chunks [first, first + count) on their own stream, with their
+  // own temporary storage; `base` is where their blocks start in the
+  // device's packed buffer (the worst case of the chunks before them).
+  struct Slice {
+    std::size_t first = 0;
+    std::size_t count = 0;
+    std::size_t base = 0;
+    std::unique_ptr<CUstream_st, CudaStreamDestroy> stream;
+    std::unique_ptr<CUevent_st, CudaEventDestroy> packed;  // the slice's total is on the host
+    std::unique_ptr<CUevent_st, CudaEventDestroy> done;    // all of the slice's work is done
+    DevicePtr<std::uint8_t> temp;
+    DevicePtr<std::uint8_t> scan_temp;
+    std::size_t scan_temp_bytes = 0;
   };
 
   bool fail(const std::string& what) {
@@ -234,6 +258,10 @@ class CudaTrial final : public GpuTrial {
   bool check(Set& set);
   bool compress_on(Set& set, double* seconds);
   bool decompress_on(Set& set, double* seconds);
+  bool setup_slices();
+  bool compress_slices(Set& set);
+  bool decompress_slices(Set& set);
+  bool join_slices();
   bool download_blocks(Set& set);
   bool verify_blocks();
 
@@ -244,7 +272,8 @@ class CudaTrial final : public GpuTrial {
   std::size_t items_;
   std::size_t max_item_ = 0;          // largest chunk: min(chunk, input size)
   std::size_t stride_ = 0;            // slot size: the worst-case block, rounded up to 16 bytes
-  std::size_t packed_capacity_ = 0;   // items * the worst-case block
+  std::size_t bound_ = 0;             // the worst-case block of a chunk
+  std::size_t packed_capacity_ = 0;   // items * bound
   int sm_count_ = 1;
 
   std::unique_ptr<CUstream_st, CudaStreamDestroy> stream_;
@@ -256,6 +285,10 @@ class CudaTrial final : public GpuTrial {
   DevicePtr<std::size_t> item_sizes_;  // chunk sizes: the compressor's input sizes, the decoder's capacities
   DevicePtr<unsigned> flags_;
   std::vector<Set> sets_;
+  std::vector<Slice> slices_;          // host mode
+  std::size_t slice_temp_bytes_ = 0;
+  std::vector<std::size_t> host_offsets_;  // items + 1: where each block starts in host_packed_
+  PinnedPtr<std::size_t> host_slice_totals_;
 
   PinnedPtr<std::uint8_t> host_in_, host_packed_, host_out_;
   PinnedPtr<std::size_t> host_sizes_, host_total_;
@@ -309,6 +342,7 @@ bool CudaTrial::setup() {
   if (bound == 0) return fail("chunk larger than tandem::gpu::kMaxItemSize");
   if (items_ + 1 > std::size_t(INT_MAX)) return fail("too many chunks for one batch");
   stride_ = (bound + 15) / 16 * 16;
+  bound_ = bound;
   packed_capacity_ = items_ * bound;
 
   int device = 0;
@@ -366,7 +400,9 @@ bool CudaTrial::setup() {
     if (!upload(s.in_ptrs.get(), in_ptrs) || !upload(s.slot_ptrs.get(), slot_ptrs) ||
         !upload(s.out_ptrs.get(), out_ptrs))
       return false;
-    if (mode_ == GpuMode::host && !pinned_alloc(&s.host_packed_ptrs, items_)) return false;
+    if (mode_ == GpuMode::host &&
+        (!pinned_alloc(&s.host_packed_ptrs, items_) || !device_alloc(&s.slice_offsets, items_ + kHostSlices)))
+      return false;
     if (size > 0) {
       BENCH_CUDA(cudaMemcpyAsync(s.in.get(), input_.data(), size, cudaMemcpyHostToDevice, stream_.get()));
     }
@@ -381,6 +417,7 @@ bool CudaTrial::setup() {
   if (mode_ == GpuMode::host) {
     if (!pinned_alloc(&host_in_, size)) return false;
     if (size > 0) std::memcpy(host_in_.get(), input_.data(), size);
+    if (!setup_slices()) return false;
   }
 
   // Warm-up: one round trip per set (the first also loads the kernels).
@@ -449,8 +486,8 @@ bool CudaTrial::check(Set& set) {
   BENCH_CUDA(cudaMemsetAsync(flags_.get(), 0, sizeof(unsigned), stream_.get()));
   check_kernel<<<grid_for(std::max(input_.size(), items_)), kThreads, 0, stream_.get()>>>(
       set.in.get(), set.out.get(), input_.size(), item_sizes_.get(), set.decoded_sizes.get(),
-      set.decode_statuses.get(), set.encode_statuses.get(), items_, set.offsets.get() + items_, compressed_size_,
-      flags_.get());
+      set.decode_statuses.get(), set.encode_statuses.get(), items_,
+      mode_ == GpuMode::device ? set.offsets.get() + items_ : nullptr, compressed_size_, flags_.get());
   BENCH_CUDA(cudaGetLastError());
   BENCH_CUDA(cudaMemcpyAsync(host_flags_.get(), flags_.get(), sizeof(unsigned), cudaMemcpyDeviceToHost,
                              stream_.get()));
@@ -460,21 +497,139 @@ bool CudaTrial::check(Set& set) {
 }
 
 // Device mode times the compressor alone and packs the blocks afterwards;
-// host mode times the whole trip from pinned input to pinned blocks. The
-// download of the blocks needs their total size on the host first, hence the
-// wait inside the timed span: a caller pays it too.
+// host mode times the whole trip from pinned input to pinned blocks, slice by
+// slice (compress_slices).
 bool CudaTrial::compress_on(Set& set, double* seconds) {
   if (mode_ == GpuMode::device) return timed([&] { return encode(set); }, seconds) && pack(set);
-  return timed(
-      [&] {
-        const std::size_t size = input_.size();
-        if (size > 0) {
-          BENCH_CUDA(cudaMemcpyAsync(set.in.get(), host_in_.get(), size, cudaMemcpyHostToDevice, stream_.get()));
-        }
-        if (!encode(set) || !pack(set)) return false;
-        return download_blocks(set);
-      },
-      seconds);
+  return timed([&] { return compress_slices(set); }, seconds);
+}
+
+// Host mode's slices: a stream, temporary storage and a scan's for each.
+bool CudaTrial::setup_slices() {
+  if (items_ == 0) return true;
+  const std::size_t count = std::min(kHostSlices, items_);
+  const std::size_t per = (items_ + count - 1) / count;
+  std::size_t compress_temp = 0;
+  std::size_t decompress_temp = 0;
+  BENCH_TANDEM(gpu::lz4_compress_temp_size(per, max_item_, &compress_temp));
+  BENCH_TANDEM(gpu::lz4_decompress_temp_size(per, max_item_, &decompress_temp));
+  slice_temp_bytes_ = std::max(compress_temp, decompress_temp);
+  if (!pinned_alloc(&host_slice_totals_, count)) return false;
+  for (std::size_t first = 0; first < items_; first += per) {
+    Slice& slice = slices_.emplace_back();
+    slice.first = first;
+    slice.count = std::min(per, items_ - first);
+    slice.base = first * bound_;
+    cudaStream_t stream = nullptr;
+    BENCH_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+    slice.stream.reset(stream);
+    cudaEvent_t event = nullptr;
+    BENCH_CUDA(cudaEventCreateWithFlags(&event, cudaEventDisableTiming));
+    slice.packed.reset(event);
+    BENCH_CUDA(cudaEventCreateWithFlags(&event, cudaEventDisableTiming));
+    slice.done.reset(event);
+    if (slice_temp_bytes_ > 0 && !device_alloc(&slice.temp, slice_temp_bytes_)) return false;
+    BENCH_CUDA(cub::DeviceScan::InclusiveSum(nullptr, slice.scan_temp_bytes, static_cast<const std::size_t*>(nullptr),
+                                             static_cast<std::size_t*>(nullptr), static_cast<int>(slice.count),
+                                             stream));
+    if (!device_alloc(&slice.scan_temp, slice.scan_temp_bytes)) return false;
+  }
+  return true;
+}
+
+// Makes the main stream wait for every slice's work.
+bool CudaTrial::join_slices() {
+  for (Slice& slice : slices_) {
+    BENCH_CUDA(cudaEventRecord(slice.done.get(), slice.stream.get()));
+    BENCH_CUDA(cudaStreamWaitEvent(stream_.get(), slice.done.get(), 0));
+  }
+  return true;
+}
+
+// Host mode compression, each slice on its stream: upload its chunks,
+// compress them, pack its blocks end to end from the slice's base, download
+// their sizes, statuses and total. Then, slice by slice in order, as soon as
+// its total is on the host: download its blocks after the previous slice's in
+// host_packed_. The main stream waits for all of it.
+bool CudaTrial::compress_slices(Set& set) {
+  for (std::size_t k = 0; k < slices_.size(); ++k) {
+    Slice& slice = slices_[k];
+    cudaStream_t stream = slice.stream.get();
+    const std::size_t first = slice.first;
+    const std::size_t count = slice.count;
+    BENCH_CUDA(cudaStreamWaitEvent(stream, start_.get(), 0));
+    const std::size_t at = first * chunk_;
+    const std::size_t bytes = std::min(count * chunk_, input_.size() - at);
+    BENCH_CUDA(cudaMemcpyAsync(set.in.get() + at, host_in_.get() + at, bytes, cudaMemcpyHostToDevice, stream));
+    BENCH_TANDEM(gpu::lz4_compress_async(set.in_ptrs.get() + first, item_sizes_.get() + first, max_item_, count,
+                                         slice.temp.get(), slice_temp_bytes_, set.slot_ptrs.get() + first,
+                                         /*d_out_capacities=*/nullptr, set.block_sizes.get() + first,
+                                         set.encode_statuses.get() + first, stream));
+    std::size_t* offsets = set.slice_offsets.get() + first + k;
+    BENCH_CUDA(cudaMemsetAsync(offsets, 0, sizeof(std::size_t), stream));
+    BENCH_CUDA(cub::DeviceScan::InclusiveSum(slice.scan_temp.get(), slice.scan_temp_bytes,
+                                             static_cast<const std::size_t*>(set.block_sizes.get() + first),
+                                             offsets + 1, static_cast<int>(count), stream));
+    const int blocks = static_cast<int>(std::min<std::size_t>(count, std::size_t(sm_count_) * 16));
+    pack_kernel<<<blocks, 128, 0, stream>>>(set.slots.get() + first * stride_, stride_,
+                                             set.block_sizes.get() + first, offsets, count,
+                                             set.packed.get() + slice.base, count * bound_,
+                                             set.packed_ptrs.get() + first);
+    BENCH_CUDA(cudaGetLastError());
+    BENCH_CUDA(cudaMemcpyAsync(host_sizes_.get() + first, set.block_sizes.get() + first,
+                               count * sizeof(std::size_t), cudaMemcpyDeviceToHost, stream));
+    BENCH_CUDA(cudaMemcpyAsync(host_statuses_.get() + first, set.encode_statuses.get() + first,
+                               count * sizeof(ItemStatus), cudaMemcpyDeviceToHost, stream));
+    BENCH_CUDA(cudaMemcpyAsync(host_slice_totals_.get() + k, offsets + count, sizeof(std::size_t),
+                               cudaMemcpyDeviceToHost, stream));
+    BENCH_CUDA(cudaEventRecord(slice.packed.get(), stream));
+  }
+  std::size_t total = 0;
+  for (std::size_t k = 0; k < slices_.size(); ++k) {
+    Slice& slice = slices_[k];
+    BENCH_CUDA(cudaEventSynchronize(slice.packed.get()));
+    const std::size_t bytes = host_slice_totals_.get()[k];
+    if (bytes > slice.count * bound_) return fail("a slice's blocks add up to more than their worst-case size");
+    if (bytes > 0) {
+      BENCH_CUDA(cudaMemcpyAsync(host_packed_.get() + total, set.packed.get() + slice.base, bytes,
+                                 cudaMemcpyDeviceToHost, slice.stream.get()));
+    }
+    total += bytes;
+  }
+  *host_total_ = total;
+  return join_slices();
+}
+
+// Host mode decompression, each slice on its stream: upload its blocks (from
+// where they lie in host_packed_), their sizes and the decoder's pointers to
+// them, decode, download its output and statuses.
+bool CudaTrial::decompress_slices(Set& set) {
+  for (Slice& slice : slices_) {
+    cudaStream_t stream = slice.stream.get();
+    const std::size_t first = slice.first;
+    const std::size_t count = slice.count;
+    BENCH_CUDA(cudaStreamWaitEvent(stream, start_.get(), 0));
+    const std::size_t from = host_offsets_[first];
+    const std::size_t to = host_offsets_[first + count];
+    if (to > from) {
+      BENCH_CUDA(cudaMemcpyAsync(set.packed.get() + from, host_packed_.get() + from, to - from,
+                                 cudaMemcpyHostToDevice, stream));
+    }
+    BENCH_CUDA(cudaMemcpyAsync(set.block_sizes.get() + first, host_sizes_.get() + first,
+                               count * sizeof(std::size_t), cudaMemcpyHostToDevice, stream));
+    BENCH_CUDA(cudaMemcpyAsync(set.packed_ptrs.get() + first, set.host_packed_ptrs.get() + first,
+                               count * sizeof(void*), cudaMemcpyHostToDevice, stream));
+    BENCH_TANDEM(gpu::lz4_decompress_async(set.packed_ptrs.get() + first, set.block_sizes.get() + first, max_item_,
+                                           count, slice.temp.get(), slice_temp_bytes_, set.out_ptrs.get() + first,
+                                           item_sizes_.get() + first, set.decoded_sizes.get() + first,
+                                           set.decode_statuses.get() + first, stream));
+    const std::size_t at = first * chunk_;
+    const std::size_t bytes = std::min(count * chunk_, input_.size() - at);
+    BENCH_CUDA(cudaMemcpyAsync(host_out_.get() + at, set.out.get() + at, bytes, cudaMemcpyDeviceToHost, stream));
+    BENCH_CUDA(cudaMemcpyAsync(host_decode_statuses_.get() + first, set.decode_statuses.get() + first,
+                               count * sizeof(ItemStatus), cudaMemcpyDeviceToHost, stream));
+  }
+  return join_slices();
 }
 
 // Downloads the block sizes, statuses, total and the packed blocks of `set`.
@@ -528,6 +683,8 @@ bool CudaTrial::verify_blocks() {
     total += size;
   }
   if (total != *host_total_) return fail("block sizes do not add up to the scanned total");
+  host_offsets_ = offsets;
+  host_offsets_.push_back(total);
   compressed_size_ = total;
   packed_xxh3_ = XXH3_64bits(packed, total);
   if (mode_ == GpuMode::host) {
@@ -550,30 +707,7 @@ bool CudaTrial::decompress_on(Set& set, double* seconds) {
   if (mode_ == GpuMode::device) {
     ok = timed([&] { return decode(set); }, seconds);
   } else {
-    ok = timed(
-        [&] {
-          if (compressed_size_ > 0) {
-            BENCH_CUDA(cudaMemcpyAsync(set.packed.get(), host_packed_.get(), compressed_size_,
-                                       cudaMemcpyHostToDevice, stream_.get()));
-          }
-          if (items_ > 0) {
-            BENCH_CUDA(cudaMemcpyAsync(set.block_sizes.get(), host_sizes_.get(), items_ * sizeof(std::size_t),
-                                       cudaMemcpyHostToDevice, stream_.get()));
-            BENCH_CUDA(cudaMemcpyAsync(set.packed_ptrs.get(), set.host_packed_ptrs.get(), items_ * sizeof(void*),
-                                       cudaMemcpyHostToDevice, stream_.get()));
-          }
-          if (!decode(set)) return false;
-          if (!input_.empty()) {
-            BENCH_CUDA(cudaMemcpyAsync(host_out_.get(), set.out.get(), input_.size(), cudaMemcpyDeviceToHost,
-                                       stream_.get()));
-          }
-          if (items_ > 0) {
-            BENCH_CUDA(cudaMemcpyAsync(host_decode_statuses_.get(), set.decode_statuses.get(),
-                                       items_ * sizeof(ItemStatus), cudaMemcpyDeviceToHost, stream_.get()));
-          }
-          return true;
-        },
-        seconds);
+    ok = timed([&] { return decompress_slices(set); }, seconds);
   }
   return ok && check(set);
 }

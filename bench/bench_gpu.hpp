@@ -8,7 +8,10 @@
 //            the blocks end to end on the GPU and the download of the sizes,
 //            statuses and packed blocks; decompression times the upload of the
 //            packed blocks and of the item arrays, the kernel and the download
-//            of the output and the statuses
+//            of the output and the statuses. Both split the batch into
+//            slices of whole chunks, each on its own CUDA stream, so that a
+//            slice's transfers overlap the other slices' kernels, as a caller
+//            streaming host data through the GPU would
 //
 // A trial allocates everything when it is made and checks one untimed round
 // trip; its timed calls then only enqueue work and wait for the stop event.
