@@ -42,14 +42,18 @@ ItemStatus lz4_encode_block_emulated(const std::uint8_t* in, std::size_t in_size
   const std::uint32_t cap = clamp_capacity(capacity, lz4k::max_block_size(in_size));
   const std::uint32_t segments = static_cast<std::uint32_t>(lz4k::segment_count(in_size));
   std::vector<lz4k::SeqRecord> records(static_cast<std::size_t>(segments) * lz4k::kMaxSegmentRecords);
-  std::vector<std::uint32_t> record_counts(segments);
+  std::vector<lz4k::SegmentSummary> summaries(segments);
   std::vector<std::uint16_t> table(lz4k::table_bytes(lz4k::kLargeHashLog) / 2);
   for (std::uint32_t s = 0; s < segments; ++s) {
     lz4k::find_segment(w, in, n, s, table.data(), records.data() + static_cast<std::size_t>(s) * lz4k::kMaxSegmentRecords,
-                       &record_counts[s]);
+                       &summaries[s]);
   }
+  // A warp per segment (one for a block without any); the last one answers.
   std::uint32_t size = 0;
-  const ItemStatus status = lz4k::emit_block(w, in, n, out, cap, records.data(), record_counts.data(), segments, &size);
+  ItemStatus status = ItemStatus::ok;
+  for (std::uint32_t s = 0; s < (segments > 0 ? segments : 1); ++s) {
+    status = lz4k::emit_segment(w, in, n, out, cap, records.data(), summaries.data(), segments, s, &size);
+  }
   *out_size = size;
   return status;
 }

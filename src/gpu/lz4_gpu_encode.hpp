@@ -17,12 +17,21 @@
 // liblz4's, but tests every position instead of skipping ahead on misses, so
 // its output is close to liblz4's default level in size.
 //
-// Step 2, emit (a warp per block): the warp reads the block's records 32 at a
-// time, one per lane; each lane sizes its sequence, a warp prefix sum places
-// it, and each lane writes its own token, lengths, offset and short literal
-// run, while long literal runs are copied by the whole warp. A segment's
-// leading literals join the literals left at the end of the segments before
-// it, so the block is one standard LZ4 block, as if one parse had made it.
+// Each find warp also sums up its segment (SegmentSummary): its record
+// count, where its last match ends, and the bytes its sequences take with
+// their own literals.
+//
+// Step 2, emit (a warp per segment again): from the summaries of its block's
+// segments the warp works out where its segment's first literals start (the
+// end of the last match before it), where its output starts (a prefix sum of
+// the segments' sizes, each segment's first sequence taking the literals
+// left since that match) and the block's size. If the block fits the output,
+// the warp writes its records 32 at a time, one per lane: each lane sizes its
+// sequence, a warp prefix sum places it, and each lane writes its own token,
+// lengths, offset and short literal run, while long literal runs are copied
+// by the whole warp. The warp of the block's last segment writes the last
+// literals and the block's size and status. The block is one standard LZ4
+// block, as if one parse had made it.
 //
 // Output: the last match starts at least 12 bytes before the end and ends at
 // least 5 bytes before it; offsets are below 64 KiB. It is a function of the
@@ -87,11 +96,18 @@ struct SeqRecord {
 // Every match is at least 4 bytes and matches do not overlap.
 inline constexpr std::uint32_t kMaxSegmentRecords = kSegmentSize / kEncMinMatch;
 
+// A segment as step 1 found it.
+struct SegmentSummary {
+  std::uint32_t count;  // records
+  std::uint32_t end;    // where the last record's match ends (when count > 0)
+  std::uint32_t bytes;  // the records' sequences, each with only its own literals
+};
+
 TANDEM_HD constexpr std::size_t segment_count(std::size_t n) { return (n + kSegmentSize - 1) / kSegmentSize; }
 
 // The temporary storage of a compression call: for each of num_items items,
-// room for the records and the record count of segment_count(max_item_size)
-// segments; records first, then the counts. False when it would not fit a
+// room for the records and the summary of segment_count(max_item_size)
+// segments; records first, then the summaries. False when it would not fit a
 // size_t.
 struct EncodeTemp {
   std::size_t segments_per_item;
@@ -100,12 +116,12 @@ struct EncodeTemp {
 };
 inline bool encode_temp_layout(std::size_t num_items, std::size_t max_item_size, EncodeTemp* t) {
   t->segments_per_item = segment_count(max_item_size);
-  const std::size_t per_segment = kMaxSegmentRecords * sizeof(SeqRecord) + sizeof(std::uint32_t);
+  const std::size_t per_segment = kMaxSegmentRecords * sizeof(SeqRecord) + sizeof(SegmentSummary);
   const std::size_t limit = ~std::size_t{0};
   if (t->segments_per_item != 0 && num_items > limit / t->segments_per_item / per_segment) return false;
   const std::size_t segments = num_items * t->segments_per_item;
   t->records_bytes = segments * kMaxSegmentRecords * sizeof(SeqRecord);
-  t->total_bytes = t->records_bytes + segments * sizeof(std::uint32_t);
+  t->total_bytes = t->records_bytes + segments * sizeof(SegmentSummary);
   return true;
 }
 
@@ -180,15 +196,15 @@ TANDEM_HD void prefetch_ahead(const Warp& w, const std::uint8_t* in, std::uint32
 }
 
 // Step 1 for segment `seg` of the block in[0, n): fills recs (room for
-// kMaxSegmentRecords) and *count, the records written. table: the warp's
-// 2^HashLog entries.
+// kMaxSegmentRecords) and *summary. table: the warp's 2^HashLog entries.
 template <int HashLog>
 TANDEM_HD void find_segment_with(const Warp& w, const std::uint8_t* in, std::uint32_t n, std::uint32_t seg,
-                            std::uint16_t* table, SeqRecord* recs, std::uint32_t* record_count) {
+                                 std::uint16_t* table, SeqRecord* recs, SegmentSummary* summary) {
   const std::uint32_t seg_start = seg * kSegmentSize;
   const std::uint32_t seg_end = n - seg_start < kSegmentSize ? n : seg_start + kSegmentSize;
   std::uint32_t anchor = seg_start;  // where the literals of the next record start
   std::uint32_t count = 0;
+  std::uint32_t bytes = 0;
   // A match starts at most at n - kMfLimit, and at least its first 4 bytes
   // lie before match_limit (the segment's end, and kLastLiterals before n).
   const std::uint32_t match_limit = n > kLastLiterals ? (seg_end < n - kLastLiterals ? seg_end : n - kLastLiterals) : 0;
@@ -259,6 +275,7 @@ TANDEM_HD void find_segment_with(const Warp& w, const std::uint8_t* in, std::uin
         w.each([&](int l) {
           if (l == 0) recs[record] = SeqRecord{(p - anchor) | (len << 16), p - c};
         });
+        bytes += 3 + extension_size(p - anchor) + (p - anchor) + extension_size(len - kEncMinMatch);
         ++count;
         anchor = cur = p + len;
         starts = cur - tile >= 32 ? 0u : starts & ~((1u << (cur - tile)) - 1u);
@@ -268,7 +285,7 @@ TANDEM_HD void find_segment_with(const Warp& w, const std::uint8_t* in, std::uin
     }
   }
   w.each([&](int l) {
-    if (l == 0) *record_count = count;
+    if (l == 0) *summary = SegmentSummary{count, anchor, bytes};
   });
   w.sync();
 }
@@ -276,118 +293,165 @@ TANDEM_HD void find_segment_with(const Warp& w, const std::uint8_t* in, std::uin
 // find_segment_with the table shape of the block's size; table has at least
 // table_bytes(hash_log_for(n)) bytes.
 TANDEM_HD void find_segment(const Warp& w, const std::uint8_t* in, std::uint32_t n, std::uint32_t seg,
-                            std::uint16_t* table, SeqRecord* recs, std::uint32_t* record_count) {
+                            std::uint16_t* table, SeqRecord* recs, SegmentSummary* summary) {
   if (hash_log_for(n) == kSmallHashLog) {
-    find_segment_with<kSmallHashLog>(w, in, n, seg, table, recs, record_count);
+    find_segment_with<kSmallHashLog>(w, in, n, seg, table, recs, summary);
   } else {
-    find_segment_with<kLargeHashLog>(w, in, n, seg, table, recs, record_count);
+    find_segment_with<kLargeHashLog>(w, in, n, seg, table, recs, summary);
   }
 }
 
-// Step 2: writes the block in[0, n) into out[0, cap) from the records of its
-// `segments` segments (segment s's record_counts[s] records at
-// recs[s * kMaxSegmentRecords]). *out_size is 0 unless the block fit.
-TANDEM_HD ItemStatus emit_block(const Warp& w, const std::uint8_t* in, std::uint32_t n, std::uint8_t* out,
-                                std::uint32_t cap, const SeqRecord* recs, const std::uint32_t* record_counts,
-                                std::uint32_t segments, std::uint32_t* out_size) {
+// Where a segment's sequences go, from the summaries of its block's segments.
+struct SegmentPlace {
+  std::uint32_t anchor;       // where its first record's literals start: the end of the last match before it
+  std::uint32_t at;           // where its first sequence goes in the output
+  std::uint32_t last_anchor;  // where the block's last literals start
+  std::uint32_t last_at;      // where the last sequence (literals only) goes
+  std::uint32_t total;        // the block's size
+};
+
+// Places segment s of the block in[0, n) whose `segments` segments have the
+// records recs (segment i's at recs + i * kMaxSegmentRecords) and the
+// summaries sums. The warp reads the summaries 32 at a time, a segment per
+// lane: a segment with records starts its literals where the latest segment
+// with records before it ended, and its first sequence takes the literals in
+// between, which may lengthen its literal-length extension.
+TANDEM_HD SegmentPlace place_segment(const Warp& w, std::uint32_t n, const SeqRecord* recs,
+                                     const SegmentSummary* sums, std::uint32_t segments, std::uint32_t s) {
+  SegmentPlace place{0, 0, 0, 0, 0};
+  std::uint32_t anchor = 0;  // the end of the last match so far
+  std::uint32_t at = 0;      // the output of the segments so far
+  for (std::uint32_t first = 0; first < segments; first += 32) {
+    const Lanes<SegmentSummary> sum = w.map([&](int l) -> SegmentSummary {
+      const std::uint32_t i = first + static_cast<std::uint32_t>(l);
+      return i < segments ? sums[i] : SegmentSummary{0, 0, 0};
+    });
+    const Lanes<std::uint32_t> end = w.map([&](int l) { return sum[l].end; });
+    const std::uint32_t busy = w.ballot(w.map([&](int l) { return sum[l].count > 0; }));
+    const Lanes<int> before = w.map([&](int l) {
+      const std::uint32_t below = busy & ((1u << l) - 1u);
+      return below ? simt::last_set(below) : l;
+    });
+    const Lanes<std::uint32_t> end_before = w.shfl(end, before);
+    const Lanes<std::uint32_t> from = w.map([&](int l) -> std::uint32_t {
+      return (busy & ((1u << l) - 1u)) ? end_before[l] : anchor;
+    });
+    const Lanes<std::uint32_t> size = w.map([&](int l) -> std::uint32_t {
+      if (sum[l].count == 0) return 0u;
+      const std::uint32_t i = first + static_cast<std::uint32_t>(l);
+      const std::uint32_t lead = i * kSegmentSize - from[l];
+      if (lead == 0) return sum[l].bytes;  // always so for a block's first segment
+      const std::uint32_t own = recs[static_cast<std::size_t>(i) * kMaxSegmentRecords].lens & 0xffffu;
+      return sum[l].bytes + lead + extension_size(own + lead) - extension_size(own);
+    });
+    const Lanes<std::uint32_t> at_lane = w.exclusive_sum(size);
+    if (s >= first && s - first < 32) {
+      place.anchor = w.shfl(from, static_cast<int>(s - first));
+      place.at = at + w.shfl(at_lane, static_cast<int>(s - first));
+    }
+    at += w.sum(size);
+    if (busy) anchor = w.shfl(end, simt::last_set(busy));
+  }
+  const std::uint32_t ll = n - anchor;
+  place.last_anchor = anchor;
+  place.last_at = at;
+  place.total = at + 1 + extension_size(ll) + ll;
+  return place;
+}
+
+// Step 2 for segment s of the block in[0, n) (see place_segment for recs,
+// sums and segments; s is 0 for a block without segments, an empty one):
+// writes the segment's sequences into out[0, cap) if the whole block fits,
+// and the last literals if s is the last segment. Returns the block's status
+// and sets *out_size to its size (0 unless it fits); both are the block's
+// answer only from the last segment's warp.
+TANDEM_HD ItemStatus emit_segment(const Warp& w, const std::uint8_t* in, std::uint32_t n, std::uint8_t* out,
+                                  std::uint32_t cap, const SeqRecord* recs, const SegmentSummary* sums,
+                                  std::uint32_t segments, std::uint32_t s, std::uint32_t* out_size) {
   // Literal runs up to this long are copied by their own lane; longer ones by
   // the warp.
   constexpr std::uint32_t kLaneLiterals = 16;
-  std::uint32_t op = 0;
-  std::uint32_t anchor = 0;  // input position of the literals not yet written
-  bool fits = true;
-  for (std::uint32_t s = 0; s < segments && fits; ++s) {
-    const std::uint32_t count = record_counts[s];
-    const SeqRecord* r = recs + static_cast<std::size_t>(s) * kMaxSegmentRecords;
-    const std::uint32_t seg_start = s * kSegmentSize;
-    std::uint32_t cursor = seg_start;  // input position where the group's first record's own literals start
-    for (std::uint32_t g = 0; g < count; g += 32) {
-      const Lanes<bool> active = w.map([&](int l) { return g + static_cast<std::uint32_t>(l) < count; });
-      const Lanes<std::uint32_t> lens = w.map([&](int l) -> std::uint32_t {
-        return active[l] ? r[g + static_cast<std::uint32_t>(l)].lens : 0u;
-      });
-      const Lanes<std::uint32_t> offset = w.map([&](int l) -> std::uint32_t {
-        return active[l] ? r[g + static_cast<std::uint32_t>(l)].offset : 0u;
-      });
-      const Lanes<std::uint32_t> span = w.map([&](int l) { return (lens[l] & 0xffffu) + (lens[l] >> 16); });
-      const Lanes<std::uint32_t> own_at = w.exclusive_sum(span);
-      // The segment's first record also takes the literals left before it.
-      const Lanes<std::uint32_t> src = w.map([&](int l) -> std::uint32_t {
-        return g == 0 && l == 0 ? anchor : cursor + own_at[l];
-      });
-      const Lanes<std::uint32_t> lit = w.map([&](int l) -> std::uint32_t {
-        return (lens[l] & 0xffffu) + (g == 0 && l == 0 ? seg_start - anchor : 0u);
-      });
-      const Lanes<std::uint32_t> size = w.map([&](int l) -> std::uint32_t {
-        if (!active[l]) return 0u;
-        return 3u + extension_size(lit[l]) + lit[l] + extension_size((lens[l] >> 16) - kEncMinMatch);
-      });
-      const Lanes<std::uint32_t> at = w.exclusive_sum(size);
-      const std::uint32_t total = w.sum(size);
-      if (total > cap - op) {
-        fits = false;
-        break;
-      }
-      w.each([&](int l) {
-        if (!active[l]) return;
-        const std::uint32_t ll = lit[l];
-        const std::uint32_t mcode = (lens[l] >> 16) - kEncMinMatch;
-        const std::uint32_t lit_ext = extension_size(ll);
-        std::uint8_t* o = out + op + at[l];
-        o[0] = static_cast<std::uint8_t>(((ll < 15 ? ll : 15) << 4) | (mcode < 15 ? mcode : 15));
-        lane_write_extension(o + 1, ll, lit_ext);
-        std::uint8_t* m = o + 1 + lit_ext + ll;
-        if (ll <= kLaneLiterals) {
-          // All loads first, then the stores: the loads wait on memory once,
-          // together, not once per byte behind a store they might alias.
-          std::uint8_t run[kLaneLiterals];
-          TANDEM_UNROLL
-          for (std::uint32_t j = 0; j < kLaneLiterals; ++j) run[j] = j < ll ? in[src[l] + j] : 0;
-          TANDEM_UNROLL
-          for (std::uint32_t j = 0; j < kLaneLiterals; ++j) {
-            if (j < ll) o[1 + lit_ext + j] = run[j];
-          }
+  const SegmentPlace place = place_segment(w, n, recs, sums, segments, s);
+  const bool fits = place.total <= cap;
+  const std::uint32_t count = fits && s < segments ? sums[s].count : 0u;
+  const SeqRecord* r = recs + static_cast<std::size_t>(s) * kMaxSegmentRecords;
+  const std::uint32_t seg_start = s * kSegmentSize;
+  std::uint32_t op = place.at;
+  std::uint32_t cursor = seg_start;  // input position where the group's first record's own literals start
+  for (std::uint32_t g = 0; g < count; g += 32) {
+    const Lanes<bool> active = w.map([&](int l) { return g + static_cast<std::uint32_t>(l) < count; });
+    const Lanes<std::uint32_t> lens = w.map([&](int l) -> std::uint32_t {
+      return active[l] ? r[g + static_cast<std::uint32_t>(l)].lens : 0u;
+    });
+    const Lanes<std::uint32_t> offset = w.map([&](int l) -> std::uint32_t {
+      return active[l] ? r[g + static_cast<std::uint32_t>(l)].offset : 0u;
+    });
+    const Lanes<std::uint32_t> span = w.map([&](int l) { return (lens[l] & 0xffffu) + (lens[l] >> 16); });
+    const Lanes<std::uint32_t> own_at = w.exclusive_sum(span);
+    // The segment's first record also takes the literals left before it.
+    const Lanes<std::uint32_t> src = w.map([&](int l) -> std::uint32_t {
+      return g == 0 && l == 0 ? place.anchor : cursor + own_at[l];
+    });
+    const Lanes<std::uint32_t> lit = w.map([&](int l) -> std::uint32_t {
+      return (lens[l] & 0xffffu) + (g == 0 && l == 0 ? seg_start - place.anchor : 0u);
+    });
+    const Lanes<std::uint32_t> size = w.map([&](int l) -> std::uint32_t {
+      if (!active[l]) return 0u;
+      return 3u + extension_size(lit[l]) + lit[l] + extension_size((lens[l] >> 16) - kEncMinMatch);
+    });
+    const Lanes<std::uint32_t> at = w.exclusive_sum(size);
+    w.each([&](int l) {
+      if (!active[l]) return;
+      const std::uint32_t ll = lit[l];
+      const std::uint32_t mcode = (lens[l] >> 16) - kEncMinMatch;
+      const std::uint32_t lit_ext = extension_size(ll);
+      std::uint8_t* o = out + op + at[l];
+      o[0] = static_cast<std::uint8_t>(((ll < 15 ? ll : 15) << 4) | (mcode < 15 ? mcode : 15));
+      lane_write_extension(o + 1, ll, lit_ext);
+      std::uint8_t* m = o + 1 + lit_ext + ll;
+      if (ll <= kLaneLiterals) {
+        // All loads first, then the stores: the loads wait on memory once,
+        // together, not once per byte behind a store they might alias.
+        std::uint8_t run[kLaneLiterals];
+        TANDEM_UNROLL
+        for (std::uint32_t j = 0; j < kLaneLiterals; ++j) run[j] = j < ll ? in[src[l] + j] : 0;
+        TANDEM_UNROLL
+        for (std::uint32_t j = 0; j < kLaneLiterals; ++j) {
+          if (j < ll) o[1 + lit_ext + j] = run[j];
         }
-        m[0] = static_cast<std::uint8_t>(offset[l]);
-        m[1] = static_cast<std::uint8_t>(offset[l] >> 8);
-        lane_write_extension(m + 2, mcode, extension_size(mcode));
-      });
-      std::uint32_t longs = w.ballot(w.map([&](int l) { return active[l] && lit[l] > kLaneLiterals; }));
-      while (longs) {
-        const int f = simt::first_set(longs);
-        const std::uint32_t ll = w.shfl(lit, f);
-        std::uint8_t* o = out + op + w.shfl(at, f) + 1 + extension_size(ll);
-        simt::warp_copy(w, o, in + w.shfl(src, f), ll, in, in + n);
-        longs &= longs - 1;
       }
-      op += total;
-      cursor += w.sum(span);
+      m[0] = static_cast<std::uint8_t>(offset[l]);
+      m[1] = static_cast<std::uint8_t>(offset[l] >> 8);
+      lane_write_extension(m + 2, mcode, extension_size(mcode));
+    });
+    std::uint32_t longs = w.ballot(w.map([&](int l) { return active[l] && lit[l] > kLaneLiterals; }));
+    while (longs) {
+      const int f = simt::first_set(longs);
+      const std::uint32_t ll = w.shfl(lit, f);
+      std::uint8_t* o = out + op + w.shfl(at, f) + 1 + extension_size(ll);
+      simt::warp_copy(w, o, in + w.shfl(src, f), ll, in, in + n);
+      longs &= longs - 1;
     }
-    if (fits && count > 0) anchor = cursor;  // the end of the segment's last match
+    op += w.sum(size);
+    cursor += w.sum(span);
   }
-  if (fits) {
+  if (fits && s + 1 >= segments) {
     // The last sequence: the remaining literals, no match.
-    const std::uint32_t ll = n - anchor;
+    const std::uint32_t ll = n - place.last_anchor;
     const std::uint32_t lit_ext = extension_size(ll);
-    const std::uint64_t need = 1ull + lit_ext + ll;
-    if (need > cap - op) {
-      fits = false;
-    } else {
-      std::uint8_t* o = out + op;
-      w.each([&](int l) {
-        if (l == 0) {
-          o[0] = static_cast<std::uint8_t>((ll < 15 ? ll : 15) << 4);
-          lane_write_extension(o + 1, ll, lit_ext);
-        }
-      });
-      simt::warp_copy(w, o + 1 + lit_ext, in + anchor, ll, in, in + n);
-      op += static_cast<std::uint32_t>(need);
-    }
+    std::uint8_t* o = out + place.last_at;
+    w.each([&](int l) {
+      if (l == 0) {
+        o[0] = static_cast<std::uint8_t>((ll < 15 ? ll : 15) << 4);
+        lane_write_extension(o + 1, ll, lit_ext);
+      }
+    });
+    simt::warp_copy(w, o + 1 + lit_ext, in + place.last_anchor, ll, in, in + n);
   }
   w.sync();
-  *out_size = fits ? op : 0;
+  *out_size = fits ? place.total : 0;
   if (!fits) return ItemStatus::output_overflow;
-  return op >= n ? ItemStatus::incompressible : ItemStatus::ok;
+  return place.total >= n ? ItemStatus::incompressible : ItemStatus::ok;
 }
 
 }  // namespace tandem::gpu::lz4k

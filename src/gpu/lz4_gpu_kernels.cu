@@ -13,7 +13,7 @@ namespace tandem::gpu {
 namespace {
 
 constexpr int kFindWarps = 4;   // warps per block of the find kernel; each has its own hash table
-constexpr int kEmitWarps = 8;   // warps per block of the emit kernel; a warp per item
+constexpr int kEmitWarps = 8;   // warps per block of the emit kernel; a warp per segment
 
 __device__ __forceinline__ void finish_item(std::size_t item, std::uint32_t size, ItemStatus status,
                                             std::size_t* out_sizes, ItemStatus* statuses) {
@@ -36,7 +36,7 @@ template <int HashLog>
 __global__ void __launch_bounds__(kFindWarps * 32)
     lz4_find_kernel(const void* const* in_ptrs, const std::size_t* in_sizes, void* const* out_ptrs,
                     std::size_t num_items, std::size_t segments_per_item, lz4k::SeqRecord* records,
-                    std::uint32_t* record_counts) {
+                    lz4k::SegmentSummary* summaries) {
   extern __shared__ uint4 shared[];
   const int warp = static_cast<int>(threadIdx.x) / 32;
   const std::size_t index = static_cast<std::size_t>(blockIdx.x) * kFindWarps + warp;
@@ -52,34 +52,42 @@ __global__ void __launch_bounds__(kFindWarps * 32)
   auto* table = reinterpret_cast<std::uint16_t*>(reinterpret_cast<std::uint8_t*>(shared) +
                                                  static_cast<std::size_t>(warp) * lz4k::table_bytes(HashLog));
   lz4k::find_segment(simt::Warp{}, in, static_cast<std::uint32_t>(n), static_cast<std::uint32_t>(seg), table,
-                     records + index * lz4k::kMaxSegmentRecords, record_counts + index);
+                     records + index * lz4k::kMaxSegmentRecords, summaries + index);
 }
 
-// Step 2: a warp per item.
+// Step 2: a warp per segment, max(segments_per_item, 1) warps per item (a
+// block without segments, an empty one, still gets a warp); the warp of an
+// item's last segment writes its size and status.
 __global__ void __launch_bounds__(kEmitWarps * 32)
     lz4_emit_kernel(const void* const* in_ptrs, const std::size_t* in_sizes, std::size_t num_items,
                     void* const* out_ptrs, const std::size_t* out_capacities, std::size_t* out_sizes,
                     ItemStatus* statuses, std::size_t segments_per_item, int max_hash_log,
-                    const lz4k::SeqRecord* records, const std::uint32_t* record_counts) {
-  const std::size_t item = static_cast<std::size_t>(blockIdx.x) * kEmitWarps + threadIdx.x / 32;
+                    const lz4k::SeqRecord* records, const lz4k::SegmentSummary* summaries) {
+  const std::size_t warps_per_item = segments_per_item > 0 ? segments_per_item : 1;
+  const std::size_t index = static_cast<std::size_t>(blockIdx.x) * kEmitWarps + threadIdx.x / 32;
+  const std::size_t item = index / warps_per_item;
+  const std::uint32_t seg = static_cast<std::uint32_t>(index % warps_per_item);
   if (item >= num_items) return;
   const std::uint8_t* in = static_cast<const std::uint8_t*>(in_ptrs[item]);
   std::uint8_t* out = static_cast<std::uint8_t*>(out_ptrs[item]);
   const std::size_t n = in_sizes[item];
   if (!encode_item_valid(in, n, out, segments_per_item) || lz4k::hash_log_for(n) > max_hash_log) {
-    finish_item(item, 0, ItemStatus::invalid_item, out_sizes, statuses);
+    if (seg == 0) finish_item(item, 0, ItemStatus::invalid_item, out_sizes, statuses);
     return;
   }
+  const std::uint32_t segments = static_cast<std::uint32_t>(lz4k::segment_count(n));
+  const std::uint32_t last = segments > 0 ? segments - 1 : 0;
+  if (seg > last) return;
   const std::size_t bound = lz4k::max_block_size(n);
   std::size_t cap = out_capacities ? out_capacities[item] : bound;
   if (cap > bound) cap = bound;
   const std::size_t first = item * segments_per_item;
   std::uint32_t size = 0;
-  const ItemStatus status = lz4k::emit_block(
-      simt::Warp{}, in, static_cast<std::uint32_t>(n), out, static_cast<std::uint32_t>(cap),
-      records + first * lz4k::kMaxSegmentRecords, record_counts + first,
-      static_cast<std::uint32_t>(lz4k::segment_count(n)), &size);
-  finish_item(item, size, status, out_sizes, statuses);
+  const ItemStatus status = lz4k::emit_segment(simt::Warp{}, in, static_cast<std::uint32_t>(n), out,
+                                               static_cast<std::uint32_t>(cap),
+                                               records + first * lz4k::kMaxSegmentRecords, summaries + first,
+                                               segments, seg, &size);
+  if (seg == last) finish_item(item, size, status, out_sizes, statuses);
 }
 
 // An item of a decode launch, its checks done the same way for both shapes.
@@ -152,7 +160,7 @@ Status launch_status() {
 template <int HashLog>
 Status launch_find(const void* const* d_in_ptrs, const std::size_t* d_in_sizes, void* const* d_out_ptrs,
                    std::size_t num_items, std::size_t segments_per_item, lz4k::SeqRecord* records,
-                   std::uint32_t* record_counts, Stream stream) {
+                   lz4k::SegmentSummary* summaries, Stream stream) {
   constexpr std::size_t kSharedBytes = kFindWarps * lz4k::table_bytes(HashLog);
   // Above 48 KiB a kernel's dynamic shared memory must be allowed once.
   static std::once_flag once;
@@ -165,7 +173,7 @@ Status launch_find(const void* const* d_in_ptrs, const std::size_t* d_in_sizes, 
   const std::size_t segments = num_items * segments_per_item;
   const std::size_t blocks = (segments + kFindWarps - 1) / kFindWarps;
   lz4_find_kernel<HashLog><<<static_cast<unsigned>(blocks), kFindWarps * 32, kSharedBytes, stream>>>(
-      d_in_ptrs, d_in_sizes, d_out_ptrs, num_items, segments_per_item, records, record_counts);
+      d_in_ptrs, d_in_sizes, d_out_ptrs, num_items, segments_per_item, records, summaries);
   return launch_status();
 }
 
@@ -192,25 +200,27 @@ Status lz4_compress_async(const void* const* d_in_ptrs, const std::size_t* d_in_
     return {StatusCode::invalid_argument, "temporary storage smaller than lz4_compress_temp_size"};
   }
   const std::size_t segments = num_items * layout.segments_per_item;
-  if (segments / kFindWarps >= kMaxBlocks || num_items / kEmitWarps >= kMaxBlocks) {
+  const std::size_t per_item = layout.segments_per_item;  // 0 when every item is empty
+  const std::size_t emit_warps = num_items * (per_item > 0 ? per_item : 1);
+  if (segments / kFindWarps >= kMaxBlocks || emit_warps / kEmitWarps >= kMaxBlocks) {
     return {StatusCode::invalid_argument, "too many items"};
   }
-  const std::size_t per_item = layout.segments_per_item;  // 0 when every item is empty
   auto* records = static_cast<lz4k::SeqRecord*>(d_temp);
-  auto* record_counts = reinterpret_cast<std::uint32_t*>(static_cast<std::uint8_t*>(d_temp) + layout.records_bytes);
+  auto* summaries =
+      reinterpret_cast<lz4k::SegmentSummary*>(static_cast<std::uint8_t*>(d_temp) + layout.records_bytes);
   const int max_hash_log = lz4k::hash_log_for(max_item_size);
   if (segments > 0) {
     const Status s = max_hash_log == lz4k::kSmallHashLog
                          ? launch_find<lz4k::kSmallHashLog>(d_in_ptrs, d_in_sizes, d_out_ptrs, num_items, per_item,
-                                                            records, record_counts, stream)
+                                                            records, summaries, stream)
                          : launch_find<lz4k::kLargeHashLog>(d_in_ptrs, d_in_sizes, d_out_ptrs, num_items, per_item,
-                                                            records, record_counts, stream);
+                                                            records, summaries, stream);
     if (!s) return s;
   }
-  const std::size_t emit_blocks = (num_items + kEmitWarps - 1) / kEmitWarps;
+  const std::size_t emit_blocks = (emit_warps + kEmitWarps - 1) / kEmitWarps;
   lz4_emit_kernel<<<static_cast<unsigned>(emit_blocks), kEmitWarps * 32, 0, stream>>>(
       d_in_ptrs, d_in_sizes, num_items, d_out_ptrs, d_out_capacities, d_out_sizes, d_statuses, per_item, max_hash_log,
-      records, record_counts);
+      records, summaries);
   return launch_status();
 }
 
