@@ -222,6 +222,11 @@ class CudaTrial final : public GpuTrial {
     DevicePtr<std::uint8_t> scan_temp;
     std::size_t scan_temp_bytes = 0;
   };
+  // Where a slice's chunks lie in the input (and in the decoder's output).
+  std::size_t slice_at(const Slice& slice) const { return slice.first * chunk_; }
+  std::size_t slice_bytes(const Slice& slice) const {
+    return std::min(slice.count * chunk_, input_.size() - slice_at(slice));
+  }
 
   bool fail(const std::string& what) {
     error_ = what;
@@ -558,9 +563,9 @@ bool CudaTrial::compress_slices(Set& set) {
     const std::size_t first = slice.first;
     const std::size_t count = slice.count;
     BENCH_CUDA(cudaStreamWaitEvent(stream, start_.get(), 0));
-    const std::size_t at = first * chunk_;
-    const std::size_t bytes = std::min(count * chunk_, input_.size() - at);
-    BENCH_CUDA(cudaMemcpyAsync(set.in.get() + at, host_in_.get() + at, bytes, cudaMemcpyHostToDevice, stream));
+    const std::size_t at = slice_at(slice);
+    BENCH_CUDA(cudaMemcpyAsync(set.in.get() + at, host_in_.get() + at, slice_bytes(slice), cudaMemcpyHostToDevice,
+                               stream));
     BENCH_TANDEM(gpu::lz4_compress_async(set.in_ptrs.get() + first, item_sizes_.get() + first, max_item_, count,
                                          slice.temp.get(), slice_temp_bytes_, set.slot_ptrs.get() + first,
                                          /*d_out_capacities=*/nullptr, set.block_sizes.get() + first,
@@ -623,9 +628,9 @@ bool CudaTrial::decompress_slices(Set& set) {
                                            count, slice.temp.get(), slice_temp_bytes_, set.out_ptrs.get() + first,
                                            item_sizes_.get() + first, set.decoded_sizes.get() + first,
                                            set.decode_statuses.get() + first, stream));
-    const std::size_t at = first * chunk_;
-    const std::size_t bytes = std::min(count * chunk_, input_.size() - at);
-    BENCH_CUDA(cudaMemcpyAsync(host_out_.get() + at, set.out.get() + at, bytes, cudaMemcpyDeviceToHost, stream));
+    const std::size_t at = slice_at(slice);
+    BENCH_CUDA(cudaMemcpyAsync(host_out_.get() + at, set.out.get() + at, slice_bytes(slice), cudaMemcpyDeviceToHost,
+                               stream));
     BENCH_CUDA(cudaMemcpyAsync(host_decode_statuses_.get() + first, set.decode_statuses.get() + first,
                                count * sizeof(ItemStatus), cudaMemcpyDeviceToHost, stream));
   }

@@ -111,7 +111,7 @@ TANDEM_HD constexpr std::size_t segment_count(std::size_t n) { return (n + kSegm
 // size_t.
 struct EncodeTemp {
   std::size_t segments_per_item;
-  std::size_t records_bytes;  // where the counts start
+  std::size_t records_bytes;  // where the summaries start
   std::size_t total_bytes;
 };
 inline bool encode_temp_layout(std::size_t num_items, std::size_t max_item_size, EncodeTemp* t) {
@@ -160,6 +160,14 @@ TANDEM_HD std::uint32_t extend_backward(const Warp& w, const std::uint8_t* in, s
 
 // Length-extension bytes for a length field holding v (the token keeps 15 of it).
 TANDEM_HD std::uint32_t extension_size(std::uint32_t v) { return v >= 15 ? (v - 15) / 255 + 1 : 0; }
+
+// The bytes of a sequence of lit literals and a match of ml bytes: token,
+// literal-length extension, literals, offset, match-length extension. Step 1
+// sums these into SegmentSummary::bytes and step 2 places its sequences with
+// them, so the two agree byte for byte.
+TANDEM_HD std::uint32_t sequence_bytes(std::uint32_t lit, std::uint32_t ml) {
+  return 3 + extension_size(lit) + lit + extension_size(ml - kEncMinMatch);
+}
 
 // One lane writes the e extension bytes of a field holding v at out: 255s, then the rest.
 TANDEM_HD void lane_write_extension(std::uint8_t* out, std::uint32_t v, std::uint32_t e) {
@@ -275,7 +283,7 @@ TANDEM_HD void find_segment_with(const Warp& w, const std::uint8_t* in, std::uin
         w.each([&](int l) {
           if (l == 0) recs[record] = SeqRecord{(p - anchor) | (len << 16), p - c};
         });
-        bytes += 3 + extension_size(p - anchor) + (p - anchor) + extension_size(len - kEncMinMatch);
+        bytes += sequence_bytes(p - anchor, len);
         ++count;
         anchor = cur = p + len;
         starts = cur - tile >= 32 ? 0u : starts & ~((1u << (cur - tile)) - 1u);
@@ -397,7 +405,7 @@ TANDEM_HD ItemStatus emit_segment(const Warp& w, const std::uint8_t* in, std::ui
     });
     const Lanes<std::uint32_t> size = w.map([&](int l) -> std::uint32_t {
       if (!active[l]) return 0u;
-      return 3u + extension_size(lit[l]) + lit[l] + extension_size((lens[l] >> 16) - kEncMinMatch);
+      return sequence_bytes(lit[l], lens[l] >> 16);
     });
     const Lanes<std::uint32_t> at = w.exclusive_sum(size);
     w.each([&](int l) {
