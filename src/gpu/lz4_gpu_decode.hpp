@@ -129,57 +129,80 @@ TANDEM_HD Lanes<std::uint32_t> load_window(const Warp& w, const std::uint8_t* in
   });
 }
 
-// One sequence of the one-warp decoder, any sequence: win holds the input at
-// *ip. Moves *ip and *op past it. Returns ok to go on; *done is set when the
-// sequence ended the block.
-TANDEM_HD ItemStatus decode_sequence_warp(const Warp& w, const Lanes<std::uint32_t>& win, const std::uint8_t* in,
-                                          std::uint32_t n, std::uint8_t* out, std::uint32_t cap, std::uint32_t* ipp,
-                                          std::uint32_t* opp, bool* done) {
+// One sequence at *ipp, read field by field, every field checked; moves *ipp
+// and *opp past what it keeps. A sequence that fails after its literals keeps
+// them (the output counts them, as the block's size so far); one that fails
+// before them keeps nothing.
+struct CheckedSequence {
+  std::uint32_t lit_src = 0;  // input position of the literals
+  std::uint32_t lit_at = 0;   // output position of the literals
+  std::uint32_t lit_len = 0;
+  std::uint32_t offset = 0;
+  std::uint32_t match_len = 0;  // 0: literals only
+  bool keep = false;            // the sequence, or its literals, is part of the output
+  bool last = false;            // the block's last sequence: literals only
+  ItemStatus status = ItemStatus::ok;
+};
+
+TANDEM_HD CheckedSequence parse_sequence(const Warp& w, const std::uint8_t* in, std::uint32_t n, std::uint32_t cap,
+                                         std::uint32_t* ipp, std::uint32_t* opp) {
+  CheckedSequence q;
+  const auto fail = [&](ItemStatus status) {
+    q.status = status;
+    return q;
+  };
   const std::uint32_t ip = *ipp;
   std::uint32_t op = *opp;
-  const std::uint32_t token = w.shfl(win, 0);
+  if (ip >= n) return fail(ItemStatus::corrupt_token);  // only an empty block gets here: it must hold a token
+  const std::uint32_t token = in[ip];
   std::uint32_t p = ip + 1;
   std::uint32_t lit = token >> 4;
-  if (lit == 15 && !read_length(w, in, n, &p, &lit, n)) return ItemStatus::corrupt_token;
-  if (lit > n - p) return ItemStatus::literal_past_input_end;
-  if (lit > cap - op) return ItemStatus::output_overflow;
-  if (p == ip + 1) {
-    // Short run (lit < 15): the literals are lanes 1..lit of the window.
-    w.each([&](int l) {
-      const std::uint32_t j = static_cast<std::uint32_t>(l) - 1;
-      if (l >= 1 && j < lit) out[op + j] = static_cast<std::uint8_t>(win[l]);
-    });
-  } else {
-    simt::warp_copy(w, out + op, in + p, lit, in, in + n);
-  }
+  if (lit == 15 && !read_length(w, in, n, &p, &lit, n)) return fail(ItemStatus::corrupt_token);
+  if (lit > n - p) return fail(ItemStatus::literal_past_input_end);
+  if (lit > cap - op) return fail(ItemStatus::output_overflow);
+  q.keep = true;
+  q.lit_src = p;
+  q.lit_at = op;
+  q.lit_len = lit;
   op += lit;
-  *opp = op;
   p += lit;
+  *opp = op;
   if (p == n) {  // the last sequence: literals only
+    q.last = true;
     *ipp = p;
-    *done = true;
-    return ItemStatus::ok;
+    return q;
   }
-  if (n - p < 2) return ItemStatus::corrupt_token;
-  std::uint32_t offset;
-  if (p - ip + 1 < 32) {
-    offset = w.shfl(win, static_cast<int>(p - ip)) | (w.shfl(win, static_cast<int>(p - ip + 1)) << 8);
-  } else {
-    offset = in[p] | (std::uint32_t{in[p + 1]} << 8);
-  }
+  if (n - p < 2) return fail(ItemStatus::corrupt_token);
+  const std::uint32_t offset = in[p] | (std::uint32_t{in[p + 1]} << 8);
   p += 2;
   std::uint32_t ml = token & 15;
-  if (ml == 15 && !read_length(w, in, n, &p, &ml, cap)) return ItemStatus::corrupt_token;
+  if (ml == 15 && !read_length(w, in, n, &p, &ml, cap)) return fail(ItemStatus::corrupt_token);
   ml += kMinMatch;
-  if (offset == 0 || offset > op) return ItemStatus::offset_out_of_range;
-  if (ml > cap - op) return ItemStatus::match_past_output_end;
-  w.sync();  // the literals just written may be the match's source
-  copy_match_at(w, out, op, offset, ml, op);
+  if (offset == 0 || offset > op) return fail(ItemStatus::offset_out_of_range);
+  if (ml > cap - op) return fail(ItemStatus::match_past_output_end);
+  q.offset = offset;
+  q.match_len = ml;
   *opp = op + ml;
   *ipp = p;
+  if (p == n) q.status = ItemStatus::corrupt_token;  // a block must end with literals
+  return q;
+}
+
+// One sequence of the one-warp decoder, any sequence (parse_sequence checks
+// it). Moves *ip and *op past it. Returns ok to go on; *done is set when the
+// sequence ended the block.
+TANDEM_HD ItemStatus decode_sequence_warp(const Warp& w, const std::uint8_t* in, std::uint32_t n, std::uint8_t* out,
+                                          std::uint32_t cap, std::uint32_t* ipp, std::uint32_t* opp, bool* done) {
+  const CheckedSequence q = parse_sequence(w, in, n, cap, ipp, opp);
+  if (q.keep) simt::warp_copy(w, out + q.lit_at, in + q.lit_src, q.lit_len, in, in + n);
+  *done = q.last;
+  if (q.match_len != 0) {
+    w.sync();  // the literals just written may be the match's source
+    const std::uint32_t at = q.lit_at + q.lit_len;
+    copy_match_at(w, out, at, q.offset, q.match_len, at);
+  }
   w.sync();
-  if (p == n) return ItemStatus::corrupt_token;  // a block must end with literals
-  return ItemStatus::ok;
+  return q.status;
 }
 
 // The one-warp decoder, for small blocks, where a batch has many blocks to
@@ -216,7 +239,7 @@ TANDEM_HD ItemStatus decode_block_warp(const Warp& w, const std::uint8_t* in, st
     if (!(may_short && ip <= ip_short && op <= op_short && lit < 15 && mcode < 15 && offset != 0 &&
           offset <= op + lit)) {
       bool done = false;
-      status = decode_sequence_warp(w, win, in, n, out, cap, &ip, &op, &done);
+      status = decode_sequence_warp(w, in, n, out, cap, &ip, &op, &done);
       if (done) break;
       if (status == ItemStatus::ok) win = load_window(w, in, n, ip);
       continue;
@@ -316,72 +339,15 @@ TANDEM_HD void parse_round(const Warp& w, const std::uint8_t* in, std::uint32_t 
         continue;
       }
     }
-    if (ip >= n) {  // only an empty block gets here: a block must hold a token
-      status = ItemStatus::corrupt_token;
-      break;
-    }
-    const std::uint32_t token = in[ip];
-    std::uint32_t p = ip + 1;
-    std::uint32_t lit = token >> 4;
-    if (lit == 15 && !read_length(w, in, n, &p, &lit, n)) {
-      status = ItemStatus::corrupt_token;
-      break;
-    }
-    if (lit > n - p) {
-      status = ItemStatus::literal_past_input_end;
-      break;
-    }
-    if (lit > cap - op) {
-      status = ItemStatus::output_overflow;
-      break;
-    }
-    const std::uint32_t lit_src = p;
-    const std::uint32_t lit_at = op;
-    op += lit;
-    p += lit;
-    if (p == n) {  // the last sequence: literals only
-      record(lit_src, lit_at, lit, 0, 0);
+    const CheckedSequence q = parse_sequence(w, in, n, cap, &ip, &op);
+    if (q.keep) {
+      record(q.lit_src, q.lit_at, q.lit_len, q.offset, q.match_len);
+      if (q.match_len != 0) note_dependency(q.lit_at + q.lit_len, q.offset, q.match_len);
       ++count;
-      last = true;
-      break;
     }
-    if (n - p < 2) {
-      record(lit_src, lit_at, lit, 0, 0);
-      ++count;
-      status = ItemStatus::corrupt_token;
-      break;
-    }
-    const std::uint32_t offset = in[p] | (std::uint32_t{in[p + 1]} << 8);
-    p += 2;
-    std::uint32_t ml = token & 15;
-    if (ml == 15 && !read_length(w, in, n, &p, &ml, cap)) {
-      record(lit_src, lit_at, lit, 0, 0);
-      ++count;
-      status = ItemStatus::corrupt_token;
-      break;
-    }
-    ml += kMinMatch;
-    if (offset == 0 || offset > op) {
-      record(lit_src, lit_at, lit, 0, 0);
-      ++count;
-      status = ItemStatus::offset_out_of_range;
-      break;
-    }
-    if (ml > cap - op) {
-      record(lit_src, lit_at, lit, 0, 0);
-      ++count;
-      status = ItemStatus::match_past_output_end;
-      break;
-    }
-    record(lit_src, lit_at, lit, offset, ml);
-    note_dependency(op, offset, ml);
-    op += ml;
-    ++count;
-    ip = p;
-    if (ip == n) {  // a block must end with literals
-      status = ItemStatus::corrupt_token;
-      break;
-    }
+    status = q.status;
+    last = q.last;
+    if (last || status != ItemStatus::ok) break;
     win = load_window(w, in, n, ip);
   }
   if (status != ItemStatus::ok) last = true;
