@@ -35,19 +35,23 @@ struct Result {
   std::vector<std::uint8_t> out;  // the decoded bytes when ok
 };
 
-// Decodes with both of the decoder's shapes, which must agree on the status,
+// Decodes with every shape of the decoder, which must agree on the status,
 // the size and every byte (also those written before a failure).
 Result decode(const std::uint8_t* block, std::size_t n, std::size_t cap, std::uint8_t fill) {
   std::vector<std::uint8_t> buf(cap + kGuard, kGuardValue);
   std::fill_n(buf.begin(), cap, fill);
-  std::vector<std::uint8_t> by_warp = buf;
-  std::size_t size = 0, warp_size = 0;
+  std::size_t size = 0;
   const ItemStatus st = tandem::gpu::lz4_decode_block_emulated(block, n, buf.data(), cap, &size);
-  const ItemStatus warp_st = tandem::gpu::lz4_decode_block_emulated(block, n, by_warp.data(), cap, &warp_size,
-                                                                    tandem::gpu::DecodeShape::warp);
-  FUZZ_ASSERT(st == warp_st && size == warp_size && buf == by_warp);
   FUZZ_ASSERT(std::all_of(buf.begin() + static_cast<std::ptrdiff_t>(cap), buf.end(),
                           [](std::uint8_t b) { return b == kGuardValue; }));
+  for (const tandem::gpu::DecodeShape shape : tandem::gpu::kDecodeShapes) {
+    if (shape == tandem::gpu::DecodeShape::block) continue;
+    std::vector<std::uint8_t> other(cap + kGuard, kGuardValue);
+    std::fill_n(other.begin(), cap, fill);
+    std::size_t other_size = 0;
+    const ItemStatus other_st = tandem::gpu::lz4_decode_block_emulated(block, n, other.data(), cap, &other_size, shape);
+    FUZZ_ASSERT(st == other_st && size == other_size && buf == other);
+  }
   FUZZ_ASSERT(st == ItemStatus::ok || st == ItemStatus::corrupt_token || st == ItemStatus::offset_out_of_range ||
               st == ItemStatus::output_overflow || st == ItemStatus::literal_past_input_end ||
               st == ItemStatus::match_past_output_end);

@@ -1,18 +1,22 @@
 // The LZ4 block decoders that the GPU runs, every length, offset and count
-// checked against the input and the output capacity: decode_block, a thread
-// block of kDecodeWarps warps per LZ4 block, and decode_block_warp, one warp
-// per block, for batches of small blocks.
+// checked against the input and the output capacity: decode_block_lanes, one
+// warp per LZ4 block, for batches of small blocks, and decode_block, a thread
+// block of kDecodeWarps warps per LZ4 block, for larger ones.
 //
 // Parsing an LZ4 block is a chain: where a sequence starts depends on every
-// length before it. Copying mostly is not, so the block splits the two and
-// runs them as a pipeline over rounds of up to kRoundSequences sequences. In
-// step r, warp 0 parses round r + 1's headers into a table in shared memory
-// (checking every field); the copying warps copy round r's literal runs and
-// those of its matches whose source ends before round r - 1 (output that is
-// complete by then), all independent of each other; and warp 1 copies, in
-// order, the matches of round r - 1 that were left: those that read output of
-// round r - 1 itself or of the round before it. Each step ends with one
-// barrier.
+// length before it. Copying mostly is not, so both decoders split the two.
+//
+// decode_block runs them as a pipeline over rounds of up to kRoundSequences
+// sequences. In step r, warp 0 parses round r + 1's headers into a table in
+// shared memory (checking every field); the copying warps copy round r's
+// literal runs and those of its matches whose source ends before round r - 1
+// (output that is complete by then), all independent of each other; and warp
+// 1 copies, in order, the matches of round r - 1 that were left: those that
+// read output of round r - 1 itself or of the round before it. Each step ends
+// with one barrier.
+//
+// decode_block_lanes follows the chain 32 sequences at a time, each lane then
+// keeping one sequence, reading and checking it, and copying it (see there).
 //
 // Long literal runs and non-overlapping matches are copied as aligned 4-byte
 // words; a match that overlaps itself (offset < length) repeats its period, a
@@ -33,6 +37,8 @@ using simt::Warp;
 inline constexpr std::uint32_t kMinMatch = 4;
 inline constexpr int kDecodeWarps = 4;
 inline constexpr std::uint32_t kRoundSequences = 128;
+// The lane decoder's longest copy by one lane.
+inline constexpr int kLaneStep = 16;
 
 // One round's sequences, as warp 0 parsed them.
 struct DecodeRound {
@@ -129,10 +135,10 @@ TANDEM_HD Lanes<std::uint32_t> load_window(const Warp& w, const std::uint8_t* in
   });
 }
 
-// One sequence at *ipp, read field by field, every field checked; moves *ipp
-// and *opp past what it keeps. A sequence that fails after its literals keeps
-// them (the output counts them, as the block's size so far); one that fails
-// before them keeps nothing.
+// One sequence at in[ip] (op: its output position), read field by field,
+// every field checked. A sequence that fails after its literals keeps them
+// (the output counts them, as the block's size so far); one that fails before
+// them keeps nothing.
 struct CheckedSequence {
   std::uint32_t lit_src = 0;  // input position of the literals
   std::uint32_t lit_at = 0;   // output position of the literals
@@ -142,17 +148,19 @@ struct CheckedSequence {
   bool keep = false;            // the sequence, or its literals, is part of the output
   bool last = false;            // the block's last sequence: literals only
   ItemStatus status = ItemStatus::ok;
+  std::uint32_t ip = 0;  // past what it keeps: input
+  std::uint32_t op = 0;  // and output
 };
 
 TANDEM_HD CheckedSequence parse_sequence(const Warp& w, const std::uint8_t* in, std::uint32_t n, std::uint32_t cap,
-                                         std::uint32_t* ipp, std::uint32_t* opp) {
+                                         std::uint32_t ip, std::uint32_t op) {
   CheckedSequence q;
+  q.ip = ip;
+  q.op = op;
   const auto fail = [&](ItemStatus status) {
     q.status = status;
     return q;
   };
-  const std::uint32_t ip = *ipp;
-  std::uint32_t op = *opp;
   if (ip >= n) return fail(ItemStatus::corrupt_token);  // only an empty block gets here: it must hold a token
   const std::uint32_t token = in[ip];
   std::uint32_t p = ip + 1;
@@ -166,10 +174,10 @@ TANDEM_HD CheckedSequence parse_sequence(const Warp& w, const std::uint8_t* in, 
   q.lit_len = lit;
   op += lit;
   p += lit;
-  *opp = op;
+  q.op = op;
   if (p == n) {  // the last sequence: literals only
     q.last = true;
-    *ipp = p;
+    q.ip = p;
     return q;
   }
   if (n - p < 2) return fail(ItemStatus::corrupt_token);
@@ -182,146 +190,35 @@ TANDEM_HD CheckedSequence parse_sequence(const Warp& w, const std::uint8_t* in, 
   if (ml > cap - op) return fail(ItemStatus::match_past_output_end);
   q.offset = offset;
   q.match_len = ml;
-  *opp = op + ml;
-  *ipp = p;
+  q.op = op + ml;
+  q.ip = p;
   if (p == n) q.status = ItemStatus::corrupt_token;  // a block must end with literals
   return q;
 }
 
-// One sequence of the one-warp decoder, any sequence (parse_sequence checks
-// it). Moves *ip and *op past it. Returns ok to go on; *done is set when the
-// sequence ended the block.
-TANDEM_HD ItemStatus decode_sequence_warp(const Warp& w, const std::uint8_t* in, std::uint32_t n, std::uint8_t* out,
-                                          std::uint32_t cap, std::uint32_t* ipp, std::uint32_t* opp, bool* done) {
-  const CheckedSequence q = parse_sequence(w, in, n, cap, ipp, opp);
-  if (q.keep) simt::warp_copy(w, out + q.lit_at, in + q.lit_src, q.lit_len, in, in + n);
-  *done = q.last;
-  if (q.match_len != 0) {
-    w.sync();  // the literals just written may be the match's source
-    const std::uint32_t at = q.lit_at + q.lit_len;
-    copy_match_at(w, out, at, q.offset, q.match_len, at);
-  }
-  w.sync();
-  return q.status;
-}
-
-// The one-warp decoder, for small blocks, where a batch has many blocks to
-// keep the GPU busy and a block's rounds would not fill a pipeline. The warp
-// holds the 32 input bytes at the next token, a byte per lane. Most sequences
-// take the short path: both lengths fit the token (no extension bytes), the
-// whole sequence lies inside the window and the output has room for 32 more
-// bytes, so the token, the literals and the offset come out of the window
-// through shuffles, one check covers the offset, the next window is on its way
-// before the copies, and the match (at most 18 bytes) is a lane per byte, its
-// bytes from this sequence's literals taken from the window. Every other
-// sequence goes through decode_sequence_warp, which checks each field on its
-// own. Same statuses and output as decode_block. Decodes in[0, n) into
-// out[0, cap); *out_size receives the bytes decoded (also on failure: how far
-// it got).
-TANDEM_HD ItemStatus decode_block_warp(const Warp& w, const std::uint8_t* in, std::uint32_t n, std::uint8_t* out,
-                                       std::uint32_t cap, std::uint32_t* out_size) {
-  constexpr std::uint32_t kShortMax = 32;  // input bytes of the window; output bytes of a short sequence at most
-  std::uint32_t ip = 0;
-  std::uint32_t op = 0;
-  ItemStatus status = ItemStatus::ok;
-  if (n == 0) status = ItemStatus::corrupt_token;  // even an empty block has a token
-  // Short sequences start at or below ip_short and op_short.
-  const bool may_short = n >= kShortMax && cap >= kShortMax;
-  const std::uint32_t ip_short = may_short ? n - kShortMax : 0;
-  const std::uint32_t op_short = may_short ? cap - kShortMax : 0;
-  Lanes<std::uint32_t> win = load_window(w, in, n, ip);
-  while (status == ItemStatus::ok) {
-    const std::uint32_t token = w.shfl(win, 0);
-    const std::uint32_t lit = token >> 4;
-    const std::uint32_t mcode = token & 15;
-    const std::uint32_t offset =
-        w.shfl(win, static_cast<int>((1 + lit) & 31)) | (w.shfl(win, static_cast<int>((2 + lit) & 31)) << 8);
-    if (!(may_short && ip <= ip_short && op <= op_short && lit < 15 && mcode < 15 && offset != 0 &&
-          offset <= op + lit)) {
-      bool done = false;
-      status = decode_sequence_warp(w, in, n, out, cap, &ip, &op, &done);
-      if (done) break;
-      if (status == ItemStatus::ok) win = load_window(w, in, n, ip);
-      continue;
-    }
-    const std::uint32_t next_ip = ip + 3 + lit;
-    const Lanes<std::uint32_t> next = load_window(w, in, n, next_ip);
-    const std::uint32_t ml = mcode + kMinMatch;
-    const std::uint32_t mp = op + lit;  // where the match goes
-    w.each([&](int l) {
-      const std::uint32_t j = static_cast<std::uint32_t>(l) - 1;
-      if (l >= 1 && j < lit) out[op + j] = static_cast<std::uint8_t>(win[l]);
-    });
-    // Lane l < ml: the byte at out[mp + l] repeats out[mp - offset + (l mod offset)],
-    // written before: by an earlier sequence, or this one's literals (in the window).
-    Lanes<std::uint32_t> src = w.map([&](int l) { return mp - offset + static_cast<std::uint32_t>(l); });
-    if (offset < ml) src = w.map([&](int l) { return mp - offset + static_cast<std::uint32_t>(l) % offset; });
-    const Lanes<std::uint32_t> from_window = w.shfl(win, w.map([&](int l) -> int {
-      return src[l] >= op ? static_cast<int>(1 + src[l] - op) & 31 : 0;
-    }));
-    w.each([&](int l) {
-      if (static_cast<std::uint32_t>(l) < ml) {
-        out[mp + static_cast<std::uint32_t>(l)] =
-            src[l] >= op ? static_cast<std::uint8_t>(from_window[l]) : out[src[l]];
-      }
-    });
-    op = mp + ml;
-    ip = next_ip;
-    win = next;
-    w.sync();  // the next sequence's match may read these bytes
-  }
-  w.sync();
-  *out_size = op;
-  return status;
-}
-
-// Warp 0: parses up to kRoundSequences sequences from c into r, checking
-// every field. A sequence that fails after its literals keeps them (the
-// output counts them, as the block's size so far); one that fails before
-// them is not recorded.
-TANDEM_HD void parse_round(const Warp& w, const std::uint8_t* in, std::uint32_t n, std::uint32_t cap,
-                           DecodeCursor* c, DecodeRound* r) {
-  std::uint32_t ip = c->ip;
-  std::uint32_t op = c->op;
-  const std::uint32_t complete = c->round_start;
-  c->round_start = op;
+// Parses up to max_count sequences from *ipp and *opp, every field checked,
+// and calls record(i, lit_src, lit_at, lit_len, offset, match_len) for the
+// i-th sequence kept (offset and match_len are 0 for literals only). Short
+// sequences (lengths inside the token, the whole sequence inside the 32-byte
+// window at its token, not the block's last) are read from the window; the
+// others field by field (parse_sequence). A
+// sequence that fails after its literals is kept (the output counts them, as
+// the block's size so far); one that fails before them is not. Returns the
+// number kept; *status gets ok or what stopped the parse, *last whether the
+// block ended or failed. Moves *ipp and *opp past what it kept.
+template <class Record>
+TANDEM_HD std::uint32_t parse_sequences(const Warp& w, const std::uint8_t* in, std::uint32_t n, std::uint32_t cap,
+                                        std::uint32_t max_count, std::uint32_t* ipp, std::uint32_t* opp,
+                                        ItemStatus* status, bool* last, Record record) {
+  std::uint32_t ip = *ipp;
+  std::uint32_t op = *opp;
   std::uint32_t count = 0;
-  std::uint32_t deps = 0;
-  ItemStatus status = ItemStatus::ok;
-  bool last = false;
-  // The round reads its headers one after another: have the next 4 KiB of
-  // input on the way at once, rather than a cache miss at every new line.
-  w.each([&](int l) {
-    const std::uint32_t x = ip + 128 * static_cast<std::uint32_t>(l);
-    if (x < n) simt::prefetch_l1(in + x);
-  });
-  const auto record = [&](std::uint32_t src, std::uint32_t at, std::uint32_t lit, std::uint32_t offset,
-                          std::uint32_t ml) {
-    w.each([&](int l) {
-      if (l != 0) return;
-      r->lit_src[count] = src;
-      r->out_pos[count] = at;
-      r->lit_len[count] = lit;
-      r->offset[count] = offset;
-      r->match_len[count] = ml;
-    });
-  };
-  // A match that reads output the copying warps may not have written yet
-  // (past `complete`) is left to warp 1, in order.
-  const auto note_dependency = [&](std::uint32_t match_at, std::uint32_t offset, std::uint32_t ml) {
-    if (match_at - offset + ml <= complete) return;
-    w.each([&](int l) {
-      if (l == 0) r->dep[deps] = static_cast<std::uint16_t>(count);
-    });
-    ++deps;
-  };
-  // Short sequences (as in decode_block_warp: lengths inside the token, the
-  // whole sequence inside the 32-byte window at its token) are read from the
-  // window; the others field by field.
+  ItemStatus st = ItemStatus::ok;
+  bool end = false;
   const bool may_short = n >= 32;
   const std::uint32_t ip_short = may_short ? n - 32 : 0;
   Lanes<std::uint32_t> win = load_window(w, in, n, ip);
-  while (count < kRoundSequences) {
+  while (count < max_count) {
     {
       const std::uint32_t token = w.shfl(win, 0);
       const std::uint32_t lit = token >> 4;
@@ -330,38 +227,79 @@ TANDEM_HD void parse_round(const Warp& w, const std::uint8_t* in, std::uint32_t 
           w.shfl(win, static_cast<int>((1 + lit) & 31)) | (w.shfl(win, static_cast<int>((2 + lit) & 31)) << 8);
       if (may_short && ip <= ip_short && lit < 15 && ml < 15 + kMinMatch && offset != 0 && offset <= op + lit &&
           lit + ml <= cap - op) {
+        const std::uint32_t lit_src = ip + 1;
         ip += 3 + lit;
         win = load_window(w, in, n, ip);
-        record(ip - 2 - lit, op, lit, offset, ml);
-        note_dependency(op + lit, offset, ml);
+        record(count, lit_src, op, lit, offset, ml);
         op += lit + ml;
         ++count;
         continue;
       }
     }
-    const CheckedSequence q = parse_sequence(w, in, n, cap, &ip, &op);
+    const CheckedSequence q = parse_sequence(w, in, n, cap, ip, op);
+    ip = q.ip;
+    op = q.op;
     if (q.keep) {
-      record(q.lit_src, q.lit_at, q.lit_len, q.offset, q.match_len);
-      if (q.match_len != 0) note_dependency(q.lit_at + q.lit_len, q.offset, q.match_len);
+      record(count, q.lit_src, q.lit_at, q.lit_len, q.offset, q.match_len);
       ++count;
     }
-    status = q.status;
-    last = q.last;
-    if (last || status != ItemStatus::ok) break;
+    st = q.status;
+    end = q.last;
+    if (end || st != ItemStatus::ok) break;
     win = load_window(w, in, n, ip);
   }
-  if (status != ItemStatus::ok) last = true;
+  *ipp = ip;
+  *opp = op;
+  *status = st;
+  *last = end || st != ItemStatus::ok;
+  return count;
+}
+
+// Warp 0: parses up to kRoundSequences sequences from c into r (see
+// parse_sequences), noting the matches that must wait for warp 1.
+TANDEM_HD void parse_round(const Warp& w, const std::uint8_t* in, std::uint32_t n, std::uint32_t cap,
+                           DecodeCursor* c, DecodeRound* r) {
+  const std::uint32_t complete = c->round_start;
+  c->round_start = c->op;
+  // The round reads its headers one after another: have the next 4 KiB of
+  // input on the way at once, rather than a cache miss at every new line.
+  const std::uint32_t ip = c->ip;
+  w.each([&](int l) {
+    const std::uint32_t x = ip + 128 * static_cast<std::uint32_t>(l);
+    if (x < n) simt::prefetch_l1(in + x);
+  });
+  // A match that reads output the copying warps may not have written yet
+  // (past `complete`) is left to warp 1, in order.
+  std::uint32_t deps = 0;
+  ItemStatus status = ItemStatus::ok;
+  bool last = false;
+  const std::uint32_t count = parse_sequences(
+      w, in, n, cap, kRoundSequences, &c->ip, &c->op, &status, &last,
+      [&w, r, &deps, complete](std::uint32_t i, std::uint32_t src, std::uint32_t at, std::uint32_t lit,
+                               std::uint32_t offset, std::uint32_t ml) {
+        const bool dependent = ml != 0 && at + lit - offset + ml > complete;
+        const std::uint32_t d = deps;
+        w.each([&](int l) {
+          if (l != 0) return;
+          r->lit_src[i] = src;
+          r->out_pos[i] = at;
+          r->lit_len[i] = lit;
+          r->offset[i] = offset;
+          r->match_len[i] = ml;
+          if (dependent) r->dep[d] = static_cast<std::uint16_t>(i);
+        });
+        if (dependent) ++deps;
+      });
+  const std::uint32_t end_out = c->op;
   w.each([&](int l) {
     if (l != 0) return;
     r->count = count;
     r->dep_count = deps;
     r->complete = complete;
-    r->end_out = op;
+    r->end_out = end_out;
     r->status = status;
     r->last = last ? 1u : 0u;
   });
-  c->ip = ip;
-  c->op = op;
 }
 
 // Copies the match of sequence i of r (see copy_match_at).
@@ -432,6 +370,208 @@ TANDEM_HD ItemStatus decode_block(const Block<W>& b, DecodeShared& s, const std:
       return prev->status;
     }
   }
+}
+
+// Copies len <= N bytes from src to dst, one lane alone: every byte is
+// loaded before any is stored, so the loads are in flight together.
+template <int N>
+TANDEM_HD void lane_copy(std::uint8_t* dst, const std::uint8_t* src, std::uint32_t len) {
+  std::uint8_t b[N] = {};
+  TANDEM_UNROLL
+  for (int k = 0; k < N; ++k) {
+    if (static_cast<std::uint32_t>(k) < len) b[k] = src[k];
+  }
+  TANDEM_UNROLL
+  for (int k = 0; k < N; ++k) {
+    if (static_cast<std::uint32_t>(k) < len) dst[k] = b[k];
+  }
+}
+
+// Copies up to 32 parsed sequences, lane i holding sequence i (lengths 0 on
+// lanes without one). Literals first: a run of up to kLaneStep bytes by its own
+// lane, longer runs by the whole warp, one after another. Then the matches,
+// in waves: `first` is the output position of the lowest match not yet
+// copied, everything below it is written, and every match whose source lies
+// below it (bytes up to its own start, for a match that overlaps itself) is
+// copied in this wave; the lowest one always is. A match of up to kLaneStep
+// bytes that does not overlap itself goes by its own lane, the others by the
+// warp.
+TANDEM_HD void copy_sequences(const Warp& w, const std::uint8_t* in, std::uint32_t n, std::uint8_t* out,
+                              const Lanes<std::uint32_t>& src, const Lanes<std::uint32_t>& at,
+                              const Lanes<std::uint32_t>& lit, const Lanes<std::uint32_t>& offset,
+                              const Lanes<std::uint32_t>& ml) {
+  constexpr auto step = static_cast<std::uint32_t>(kLaneStep);
+  w.each([&](int l) {
+    if (lit[l] <= step) lane_copy<kLaneStep>(out + at[l], in + src[l], lit[l]);
+  });
+  for (std::uint32_t wide = w.ballot(w.map([&](int l) { return lit[l] > step; })); wide != 0; wide &= wide - 1) {
+    const int i = simt::first_set(wide);
+    simt::warp_copy(w, out + w.shfl(at, i), in + w.shfl(src, i), w.shfl(lit, i), in, in + n);
+  }
+  w.sync();
+  const Lanes<std::uint32_t> dst = w.map([&](int l) { return at[l] + lit[l]; });
+  // Output below `need` must be written before the match is copied.
+  const Lanes<std::uint32_t> need =
+      w.map([&](int l) { return offset[l] < ml[l] ? dst[l] : dst[l] - offset[l] + ml[l]; });
+  const Lanes<bool> by_lane = w.map([&](int l) { return offset[l] >= ml[l] && ml[l] <= step; });
+  Lanes<bool> pending = w.map([&](int l) { return ml[l] != 0; });
+  while (w.ballot(pending) != 0) {
+    const std::uint32_t first = w.min(w.map([&](int l) { return pending[l] ? dst[l] : 0xffffffffu; }));
+    const Lanes<bool> ready = w.map([&](int l) { return pending[l] && need[l] <= first; });
+    w.each([&](int l) {
+      if (ready[l] && by_lane[l]) lane_copy<kLaneStep>(out + dst[l], out + dst[l] - offset[l], ml[l]);
+    });
+    for (std::uint32_t wide = w.ballot(w.map([&](int l) { return ready[l] && !by_lane[l]; })); wide != 0;
+         wide &= wide - 1) {
+      const int i = simt::first_set(wide);
+      copy_match_at(w, out, w.shfl(dst, i), w.shfl(offset, i), w.shfl(ml, i), first);
+    }
+    w.sync();
+    pending = w.map([&](int l) { return pending[l] && !ready[l]; });
+  }
+}
+
+// A sequence as the lane decoder's quick parse reads it: each length in its
+// token or with one extension byte, the whole sequence and the token after it
+// inside the input. Its offset is read later, by its own lane, and its
+// offset and lengths are checked then (against the output position, which
+// the quick parse does not track).
+struct QuickSequence {
+  std::uint32_t lit_src = 0;    // input position of the literals
+  std::uint32_t lit_len = 0;
+  std::uint32_t match_len = 0;
+  std::uint32_t offset_at = 0;  // input position of the offset
+  std::uint32_t next = 0;       // input position of the next token
+};
+
+// Reads the sequence at in[ip] (ip <= n) if it is a quick one.
+TANDEM_HD bool quick_sequence(const std::uint8_t* in, std::uint32_t n, std::uint32_t ip, QuickSequence* q) {
+  if (n - ip < 2) return false;
+  const std::uint32_t token = in[ip];
+  std::uint32_t lit = token >> 4;
+  std::uint32_t ml = token & 15;
+  std::uint32_t p = ip + 1;
+  if (lit == 15) {
+    const std::uint32_t e = in[p];
+    if (e == 255) return false;
+    lit += e;
+    ++p;
+  }
+  // The literals, the offset, an extension byte and the next token.
+  if (lit + 4 > n - p) return false;
+  q->lit_src = p;
+  q->lit_len = lit;
+  p += lit;
+  q->offset_at = p;
+  p += 2;
+  if (ml == 15) {
+    const std::uint32_t e = in[p];
+    if (e == 255) return false;
+    ml += e;
+    ++p;
+  }
+  q->match_len = ml + kMinMatch;
+  q->next = p;
+  return true;
+}
+
+// Where the next token would be if a sequence started at in[x], from the
+// token and the byte after it (the lengths' extension bytes are assumed to be
+// one each where the token says there are any).
+TANDEM_HD std::uint32_t quick_next(const std::uint8_t* in, std::uint32_t n, std::uint32_t x) {
+  const std::uint32_t token = x < n ? in[x] : 0u;
+  const std::uint32_t e = x + 1 < n ? in[x + 1] : 0u;
+  const std::uint32_t lit = token >> 4;
+  const std::uint32_t ext = lit == 15 ? 1u : 0u;
+  return x + 1 + ext + lit + (ext ? e : 0u) + 2 + ((token & 15) == 15 ? 1u : 0u);
+}
+
+// The lane decoder: one warp per block, for batches of small blocks, where
+// there are enough of them to fill the GPU. It works in batches of 32
+// sequences, lane i holding sequence i.
+//  - The chain of tokens, taken as quick sequences: in a window of 32 input
+//    bytes, lane l works out where the next token would be if one started at
+//    its byte, and the warp follows the chain through the window by shuffles,
+//    a new window where it leaves this one.
+//  - Each lane reads its sequence (quick_sequence) and checks its offset and
+//    lengths against its output position (a prefix sum over the lanes).
+//  - From the first sequence that is not quick or fails a check, the batch is
+//    cut; that sequence is read again field by field (parse_sequence), which
+//    gives its status, and the batch ends with it.
+//  - copy_sequences copies the batch.
+// Same statuses, sizes and bytes as decode_block.
+TANDEM_HD ItemStatus decode_block_lanes(const Warp& w, const std::uint8_t* in, std::uint32_t n, std::uint8_t* out,
+                                        std::uint32_t cap, std::uint32_t* out_size) {
+  constexpr auto kBatch = static_cast<std::uint32_t>(simt::kWarpSize);
+  std::uint32_t ip = 0;
+  std::uint32_t op = 0;
+  ItemStatus status = ItemStatus::ok;
+  bool last = false;
+  while (!last) {
+    // The chain: token_at[i] for sequences 0..count-1, and where it goes on.
+    Lanes<std::uint32_t> token_at = w.map([](int) { return 0u; });
+    std::uint32_t count = 0;
+    while (count < kBatch && ip < n) {
+      const std::uint32_t base = ip;
+      const Lanes<std::uint32_t> next = w.map([&](int l) { return quick_next(in, n, base + static_cast<std::uint32_t>(l)); });
+      std::uint32_t p = 0;  // relative to base
+      while (p < kBatch && count < kBatch && base + p < n) {
+        const std::uint32_t c = count;
+        const std::uint32_t at = base + p;
+        w.each([&](int l) {
+          if (static_cast<std::uint32_t>(l) == c) token_at[l] = at;
+        });
+        ++count;
+        p = w.shfl(next, static_cast<int>(p)) - base;
+      }
+      ip = base + p;
+    }
+    // Each lane its own sequence.
+    Lanes<std::uint32_t> src = w.map([](int) { return 0u; });
+    Lanes<std::uint32_t> lit = src;
+    Lanes<std::uint32_t> ml = src;
+    Lanes<std::uint32_t> offset = src;
+    const Lanes<bool> quick = w.map([&](int l) {
+      if (static_cast<std::uint32_t>(l) >= count) return false;
+      QuickSequence q;
+      if (!quick_sequence(in, n, token_at[l], &q)) return false;
+      src[l] = q.lit_src;
+      lit[l] = q.lit_len;
+      ml[l] = q.match_len;
+      offset[l] = in[q.offset_at] | (std::uint32_t{in[q.offset_at + 1]} << 8);
+      return true;
+    });
+    const Lanes<std::uint32_t> at = w.map([&, sizes = w.exclusive_sum(w.map([&](int l) { return lit[l] + ml[l]; }))](
+                                              int l) { return op + sizes[l]; });
+    // parse_sequence's checks (none overflows: positions and lengths stay far
+    // below 2^32). Lane `count`, when the chain ended early, holds no
+    // sequence: the one there is read field by field.
+    std::uint32_t stop = w.ballot(w.map([&](int l) {
+      return static_cast<std::uint32_t>(l) < count &&
+             (!quick[l] || offset[l] == 0 || offset[l] > at[l] + lit[l] || at[l] + lit[l] + ml[l] > cap);
+    }));
+    if (count < kBatch) stop |= 1u << count;
+    if (stop != 0) {
+      const int f = simt::first_set(stop);
+      const std::uint32_t f_ip = static_cast<std::uint32_t>(f) < count ? w.shfl(token_at, f) : ip;
+      const CheckedSequence c = parse_sequence(w, in, n, cap, f_ip, w.shfl(at, f));
+      w.each([&](int l) {
+        if (l < f) return;
+        const bool keep = l == f && c.keep;
+        src[l] = keep ? c.lit_src : 0u;
+        lit[l] = keep ? c.lit_len : 0u;
+        ml[l] = keep ? c.match_len : 0u;
+        offset[l] = keep ? c.offset : 0u;
+      });
+      ip = c.ip;
+      status = c.status;
+      last = c.last || status != ItemStatus::ok;
+    }
+    op += w.sum(w.map([&](int l) { return lit[l] + ml[l]; }));
+    copy_sequences(w, in, n, out, src, at, lit, offset, ml);
+  }
+  *out_size = op;
+  return status;
 }
 
 }  // namespace tandem::gpu::lz4k

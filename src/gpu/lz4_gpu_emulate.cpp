@@ -23,8 +23,8 @@ ItemStatus lz4_decode_block_emulated(const std::uint8_t* in, std::size_t in_size
   const std::uint32_t cap = clamp_capacity(capacity, kMaxItemSize);
   std::uint32_t size = 0;
   ItemStatus status;
-  if (shape == DecodeShape::warp) {
-    status = lz4k::decode_block_warp(simt::Warp{}, in, n, out, cap, &size);
+  if (shape == DecodeShape::lanes) {
+    status = lz4k::decode_block_lanes(simt::Warp{}, in, n, out, cap, &size);
   } else {
     const auto shared = std::make_unique<lz4k::DecodeShared>();
     status = lz4k::decode_block(simt::Block<lz4k::kDecodeWarps>{}, *shared, in, n, out, cap, &size);

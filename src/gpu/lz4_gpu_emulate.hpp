@@ -11,8 +11,10 @@
 namespace tandem::gpu {
 
 // The two shapes of the GPU decoder: a thread block per LZ4 block, or a warp
-// (for batches of small blocks). They give the same statuses and bytes.
-enum class DecodeShape { block, warp };
+// holding 32 sequences at a time, a lane each (for batches of small blocks).
+// They give the same statuses and bytes.
+enum class DecodeShape { block, lanes };
+inline constexpr DecodeShape kDecodeShapes[] = {DecodeShape::block, DecodeShape::lanes};
 
 // Decodes one LZ4 block as the GPU kernel does; *out_size gets the bytes written.
 ItemStatus lz4_decode_block_emulated(const std::uint8_t* in, std::size_t in_size, std::uint8_t* out,

@@ -145,6 +145,9 @@ struct Warp {
   __device__ __forceinline__ std::uint32_t sum(const Lanes<std::uint32_t>& x) const {
     return __reduce_add_sync(kFullMask, x.v);
   }
+  __device__ __forceinline__ std::uint32_t min(const Lanes<std::uint32_t>& x) const {
+    return __reduce_min_sync(kFullMask, x.v);
+  }
   __device__ __forceinline__ void sync() const { __syncwarp(); }
 };
 
@@ -205,6 +208,11 @@ struct Warp {
     std::uint32_t s = 0;
     for (int l = 0; l < kWarpSize; ++l) s += x.v[l];
     return s;
+  }
+  std::uint32_t min(const Lanes<std::uint32_t>& x) const {
+    std::uint32_t m = x.v[0];
+    for (int l = 1; l < kWarpSize; ++l) m = x.v[l] < m ? x.v[l] : m;
+    return m;
   }
   void sync() const {}
 };
