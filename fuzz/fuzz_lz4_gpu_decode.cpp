@@ -35,8 +35,9 @@ struct Result {
   std::vector<std::uint8_t> out;  // the decoded bytes when ok
 };
 
-// Decodes with every shape of the decoder, which must agree on the status,
-// the size and every byte (also those written before a failure).
+// Decodes with every shape of the decoder, its lanes run in either order,
+// which must agree on the status, the size and every byte (also those
+// written before a failure).
 Result decode(const std::uint8_t* block, std::size_t n, std::size_t cap, std::uint8_t fill) {
   std::vector<std::uint8_t> buf(cap + kGuard, kGuardValue);
   std::fill_n(buf.begin(), cap, fill);
@@ -45,12 +46,15 @@ Result decode(const std::uint8_t* block, std::size_t n, std::size_t cap, std::ui
   FUZZ_ASSERT(std::all_of(buf.begin() + static_cast<std::ptrdiff_t>(cap), buf.end(),
                           [](std::uint8_t b) { return b == kGuardValue; }));
   for (const tandem::gpu::DecodeShape shape : tandem::gpu::kDecodeShapes) {
-    if (shape == tandem::gpu::DecodeShape::block) continue;
-    std::vector<std::uint8_t> other(cap + kGuard, kGuardValue);
-    std::fill_n(other.begin(), cap, fill);
-    std::size_t other_size = 0;
-    const ItemStatus other_st = tandem::gpu::lz4_decode_block_emulated(block, n, other.data(), cap, &other_size, shape);
-    FUZZ_ASSERT(st == other_st && size == other_size && buf == other);
+    for (const tandem::gpu::LaneOrder order : {tandem::gpu::LaneOrder::up, tandem::gpu::LaneOrder::down}) {
+      if (shape == tandem::gpu::DecodeShape::block && order == tandem::gpu::LaneOrder::up) continue;
+      std::vector<std::uint8_t> other(cap + kGuard, kGuardValue);
+      std::fill_n(other.begin(), cap, fill);
+      std::size_t other_size = 0;
+      const ItemStatus other_st =
+          tandem::gpu::lz4_decode_block_emulated(block, n, other.data(), cap, &other_size, shape, order);
+      FUZZ_ASSERT(st == other_st && size == other_size && buf == other);
+    }
   }
   FUZZ_ASSERT(st == ItemStatus::ok || st == ItemStatus::corrupt_token || st == ItemStatus::offset_out_of_range ||
               st == ItemStatus::output_overflow || st == ItemStatus::literal_past_input_end ||

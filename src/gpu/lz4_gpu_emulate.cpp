@@ -13,16 +13,32 @@ namespace {
 std::uint32_t clamp_capacity(std::size_t capacity, std::size_t most) {
   return static_cast<std::uint32_t>(capacity < most ? capacity : most);
 }
+
+// Runs the host's lanes in `order` while it lives.
+class LanesInOrder {
+ public:
+  explicit LanesInOrder(LaneOrder order) : before_(simt::host_lanes_reversed()) {
+    simt::host_lanes_reversed() = order == LaneOrder::down;
+  }
+  ~LanesInOrder() { simt::host_lanes_reversed() = before_; }
+  LanesInOrder(const LanesInOrder&) = delete;
+  LanesInOrder& operator=(const LanesInOrder&) = delete;
+
+ private:
+  bool before_;
+};
 }  // namespace
 
 ItemStatus lz4_decode_block_emulated(const std::uint8_t* in, std::size_t in_size, std::uint8_t* out,
-                                     std::size_t capacity, std::size_t* out_size, DecodeShape shape) {
+                                     std::size_t capacity, std::size_t* out_size, DecodeShape shape,
+                                     LaneOrder order) {
   *out_size = 0;
   if (in_size > kMaxItemSize || (!in && in_size) || (!out && capacity)) return ItemStatus::invalid_item;
   const std::uint32_t n = static_cast<std::uint32_t>(in_size);
   const std::uint32_t cap = clamp_capacity(capacity, kMaxItemSize);
   std::uint32_t size = 0;
   ItemStatus status;
+  const LanesInOrder lanes_in_order(order);
   if (shape == DecodeShape::lanes) {
     status = lz4k::decode_block_lanes(simt::Warp{}, in, n, out, cap, &size);
   } else {

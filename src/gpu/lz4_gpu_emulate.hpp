@@ -16,10 +16,14 @@ namespace tandem::gpu {
 enum class DecodeShape { block, lanes };
 inline constexpr DecodeShape kDecodeShapes[] = {DecodeShape::block, DecodeShape::lanes};
 
+// The order in which the emulation runs a warp's lanes: on the GPU they run
+// at once, so a kernel's result must not depend on it.
+enum class LaneOrder { up, down };
+
 // Decodes one LZ4 block as the GPU kernel does; *out_size gets the bytes written.
 ItemStatus lz4_decode_block_emulated(const std::uint8_t* in, std::size_t in_size, std::uint8_t* out,
                                      std::size_t capacity, std::size_t* out_size,
-                                     DecodeShape shape = DecodeShape::block);
+                                     DecodeShape shape = DecodeShape::block, LaneOrder order = LaneOrder::up);
 
 // Compresses one item as the GPU kernel does.
 ItemStatus lz4_encode_block_emulated(const std::uint8_t* in, std::size_t in_size, std::uint8_t* out,

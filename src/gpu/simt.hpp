@@ -160,16 +160,25 @@ struct Lanes {
   const T& operator[](int lane) const { return v[lane]; }
 };
 
+// The order in which the host runs a warp's lanes in map and each: 0 to 31,
+// or 31 to 0. Code that keeps the rules above gives the same results either
+// way; the emulation tests run both, to find code that does not.
+inline bool& host_lanes_reversed() {
+  static thread_local bool reversed = false;
+  return reversed;
+}
+
 struct Warp {
   template <class F>
   auto map(F f) const -> Lanes<decltype(f(0))> {
     Lanes<decltype(f(0))> r;
-    for (int l = 0; l < kWarpSize; ++l) r.v[l] = f(l);
+    each([&](int l) { r.v[l] = f(l); });
     return r;
   }
   template <class F>
   void each(F f) const {
-    for (int l = 0; l < kWarpSize; ++l) f(l);
+    const bool reversed = host_lanes_reversed();
+    for (int i = 0; i < kWarpSize; ++i) f(reversed ? kWarpSize - 1 - i : i);
   }
   std::uint32_t ballot(const Lanes<bool>& p) const {
     std::uint32_t m = 0;

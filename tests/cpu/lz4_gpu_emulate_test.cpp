@@ -16,6 +16,7 @@
 #include <memory>
 #include <optional>
 #include <random>
+#include <string>
 
 #include "gpu/lz4_gpu_emulate.hpp"
 #include "support/lz4_block_cases.hpp"
@@ -71,25 +72,30 @@ struct Decoded {
 };
 
 // The emulated decoder into `capacity` bytes; checks the guard bytes, and that
-// every other shape gives the same status, size and bytes (also those written
-// before a failure).
+// every other shape, its lanes run in either order, gives the same status,
+// size and bytes (also those written before a failure).
 Decoded decode(const std::uint8_t* block, std::size_t n, std::size_t capacity, std::uint8_t fill = 0xCD) {
+  using tandem::gpu::DecodeShape;
+  using tandem::gpu::LaneOrder;
   const ExactCopy src(block, n);
   GuardedBuffer out(capacity, fill);
   std::size_t size = kBound;
   const ItemStatus st = tandem::gpu::lz4_decode_block_emulated(src.get(), n, out.data(), capacity, &size);
   EXPECT_TRUE(out.guard_intact()) << "the decoder wrote past its capacity of " << capacity;
-  for (const tandem::gpu::DecodeShape shape : tandem::gpu::kDecodeShapes) {
-    if (shape == tandem::gpu::DecodeShape::block) continue;
-    GuardedBuffer other(capacity, fill);
-    std::size_t other_size = kBound;
-    const ItemStatus other_st =
-        tandem::gpu::lz4_decode_block_emulated(src.get(), n, other.data(), capacity, &other_size, shape);
-    const int s = static_cast<int>(shape);
-    EXPECT_EQ(st, other_st) << "decoder shape " << s << " disagrees";
-    EXPECT_EQ(size, other_size) << "decoder shape " << s << " disagrees";
-    EXPECT_TRUE(out.prefix(capacity) == other.prefix(capacity)) << "decoder shape " << s << " disagrees";
-    EXPECT_TRUE(other.guard_intact()) << "decoder shape " << s << " wrote past its capacity of " << capacity;
+  for (const DecodeShape shape : tandem::gpu::kDecodeShapes) {
+    for (const LaneOrder order : {LaneOrder::up, LaneOrder::down}) {
+      if (shape == DecodeShape::block && order == LaneOrder::up) continue;
+      GuardedBuffer other(capacity, fill);
+      std::size_t other_size = kBound;
+      const ItemStatus other_st =
+          tandem::gpu::lz4_decode_block_emulated(src.get(), n, other.data(), capacity, &other_size, shape, order);
+      const std::string which = "decoder shape " + std::to_string(static_cast<int>(shape)) +
+                                (order == LaneOrder::down ? ", lanes 31 to 0," : "");
+      EXPECT_EQ(st, other_st) << which << " disagrees";
+      EXPECT_EQ(size, other_size) << which << " disagrees";
+      EXPECT_TRUE(out.prefix(capacity) == other.prefix(capacity)) << which << " disagrees";
+      EXPECT_TRUE(other.guard_intact()) << which << " wrote past its capacity of " << capacity;
+    }
   }
   EXPECT_TRUE(tandem::test::is_decoder_status(st)) << "status " << static_cast<int>(st);
   Decoded d{st, {}};
