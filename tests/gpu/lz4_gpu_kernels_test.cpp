@@ -114,8 +114,9 @@ struct CallOptions {
   bool null_capacities = false;  // compression only: the bound for every item
   bool null_statuses = false;
   std::size_t max_item_size = 0;  // compression; 0: the largest input
-  // Decompression's max_output_size: 1 gives the warp-per-block shape,
-  // SIZE_MAX the thread-block one; 0: the largest capacity.
+  // Decompression's max_output_size: up to 16 KiB gives the lane decoder at 4
+  // blocks per thread block, up to 32 KiB at 2, larger the thread-block
+  // decoder; 0: the largest capacity.
   std::size_t max_output_size = 0;
   cudaStream_t stream = nullptr;
 };
@@ -204,20 +205,25 @@ std::vector<ItemOut> run_batch(Call call, const std::vector<Item>& items, const 
   return r;
 }
 
-// Decodes `items` in both of the decoder's shapes; they must agree item by
-// item. Returns the thread-block shape's results.
+// Decodes `items` in each of the decoder's launch shapes (max_output_size
+// picks it; any value decodes every item); they must agree item by item.
+// Returns the thread-block shape's results.
 std::vector<ItemOut> run_decode(const std::vector<Item>& items, const CallOptions& o) {
-  CallOptions warp = o, block = o;
-  warp.max_output_size = 1;
+  CallOptions block = o;
   block.max_output_size = SIZE_MAX;
-  const std::vector<ItemOut> by_warp = run_batch(Call::decompress, items, warp);
   std::vector<ItemOut> by_block = run_batch(Call::decompress, items, block);
-  for (std::size_t i = 0; i < items.size(); ++i) {
-    SCOPED_TRACE("item " + std::to_string(i) + ": the two decoder shapes");
-    EXPECT_EQ(by_warp[i].status, by_block[i].status);
-    EXPECT_EQ(by_warp[i].size, by_block[i].size);
-    EXPECT_TRUE(by_warp[i].out == by_block[i].out);
-    EXPECT_TRUE(by_warp[i].guard_intact);
+  for (const std::size_t max_output : {std::size_t{1}, std::size_t{32} << 10}) {
+    CallOptions lanes = o;
+    lanes.max_output_size = max_output;
+    const std::vector<ItemOut> by_lanes = run_batch(Call::decompress, items, lanes);
+    for (std::size_t i = 0; i < items.size(); ++i) {
+      SCOPED_TRACE("item " + std::to_string(i) + ": the lane decoder (max_output_size " +
+                   std::to_string(max_output) + ") against the thread-block decoder");
+      EXPECT_EQ(by_lanes[i].status, by_block[i].status);
+      EXPECT_EQ(by_lanes[i].size, by_block[i].size);
+      EXPECT_TRUE(by_lanes[i].out == by_block[i].out);
+      EXPECT_TRUE(by_lanes[i].guard_intact);
+    }
   }
   return by_block;
 }
