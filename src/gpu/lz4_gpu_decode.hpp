@@ -201,11 +201,11 @@ TANDEM_HD CheckedSequence parse_sequence(const Warp& w, const std::uint8_t* in, 
 // i-th sequence kept (offset and match_len are 0 for literals only). Short
 // sequences (lengths inside the token, the whole sequence inside the 32-byte
 // window at its token, not the block's last) are read from the window; the
-// others field by field (parse_sequence). A
-// sequence that fails after its literals is kept (the output counts them, as
-// the block's size so far); one that fails before them is not. Returns the
-// number kept; *status gets ok or what stopped the parse, *last whether the
-// block ended or failed. Moves *ipp and *opp past what it kept.
+// others field by field (parse_sequence). A sequence that fails after its
+// literals is kept (the output counts them, as the block's size so far); one
+// that fails before them is not. Returns the number kept; *status gets ok or
+// what stopped the parse, *last whether the block ended or failed. Moves *ipp
+// and *opp past what it kept.
 template <class Record>
 TANDEM_HD std::uint32_t parse_sequences(const Warp& w, const std::uint8_t* in, std::uint32_t n, std::uint32_t cap,
                                         std::uint32_t max_count, std::uint32_t* ipp, std::uint32_t* opp,
@@ -372,21 +372,6 @@ TANDEM_HD ItemStatus decode_block(const Block<W>& b, DecodeShared& s, const std:
   }
 }
 
-// Copies len <= N bytes from src to dst, one lane alone: every byte is
-// loaded before any is stored, so the loads are in flight together.
-template <int N>
-TANDEM_HD void lane_copy(std::uint8_t* dst, const std::uint8_t* src, std::uint32_t len) {
-  std::uint8_t b[N] = {};
-  TANDEM_UNROLL
-  for (int k = 0; k < N; ++k) {
-    if (static_cast<std::uint32_t>(k) < len) b[k] = src[k];
-  }
-  TANDEM_UNROLL
-  for (int k = 0; k < N; ++k) {
-    if (static_cast<std::uint32_t>(k) < len) dst[k] = b[k];
-  }
-}
-
 // Copies up to 32 parsed sequences, lane i holding sequence i (lengths 0 on
 // lanes without one). Literals first: a run of up to kLaneStep bytes by its own
 // lane, longer runs by the whole warp, one after another. Then the matches,
@@ -402,7 +387,7 @@ TANDEM_HD void copy_sequences(const Warp& w, const std::uint8_t* in, std::uint32
                               const Lanes<std::uint32_t>& ml) {
   constexpr auto step = static_cast<std::uint32_t>(kLaneStep);
   w.each([&](int l) {
-    if (lit[l] <= step) lane_copy<kLaneStep>(out + at[l], in + src[l], lit[l]);
+    if (lit[l] <= step) simt::lane_copy<kLaneStep>(out + at[l], in + src[l], lit[l]);
   });
   for (std::uint32_t wide = w.ballot(w.map([&](int l) { return lit[l] > step; })); wide != 0; wide &= wide - 1) {
     const int i = simt::first_set(wide);
@@ -419,7 +404,7 @@ TANDEM_HD void copy_sequences(const Warp& w, const std::uint8_t* in, std::uint32
     const std::uint32_t first = w.min(w.map([&](int l) { return pending[l] ? dst[l] : 0xffffffffu; }));
     const Lanes<bool> ready = w.map([&](int l) { return pending[l] && need[l] <= first; });
     w.each([&](int l) {
-      if (ready[l] && by_lane[l]) lane_copy<kLaneStep>(out + dst[l], out + dst[l] - offset[l], ml[l]);
+      if (ready[l] && by_lane[l]) simt::lane_copy<kLaneStep>(out + dst[l], out + dst[l] - offset[l], ml[l]);
     });
     for (std::uint32_t wide = w.ballot(w.map([&](int l) { return ready[l] && !by_lane[l]; })); wide != 0;
          wide &= wide - 1) {

@@ -417,17 +417,7 @@ TANDEM_HD ItemStatus emit_segment(const Warp& w, const std::uint8_t* in, std::ui
       o[0] = static_cast<std::uint8_t>(((ll < 15 ? ll : 15) << 4) | (mcode < 15 ? mcode : 15));
       lane_write_extension(o + 1, ll, lit_ext);
       std::uint8_t* m = o + 1 + lit_ext + ll;
-      if (ll <= kLaneLiterals) {
-        // All loads first, then the stores: the loads wait on memory once,
-        // together, not once per byte behind a store they might alias.
-        std::uint8_t run[kLaneLiterals];
-        TANDEM_UNROLL
-        for (std::uint32_t j = 0; j < kLaneLiterals; ++j) run[j] = j < ll ? in[src[l] + j] : 0;
-        TANDEM_UNROLL
-        for (std::uint32_t j = 0; j < kLaneLiterals; ++j) {
-          if (j < ll) o[1 + lit_ext + j] = run[j];
-        }
-      }
+      if (ll <= kLaneLiterals) simt::lane_copy<kLaneLiterals>(o + 1 + lit_ext, in + src[l], ll);
       m[0] = static_cast<std::uint8_t>(offset[l]);
       m[1] = static_cast<std::uint8_t>(offset[l] >> 8);
       lane_write_extension(m + 2, mcode, extension_size(mcode));

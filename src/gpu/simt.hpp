@@ -273,6 +273,23 @@ TANDEM_HD std::uint32_t load_u32(const std::uint8_t* in, std::uint32_t n, std::u
 
 // ------------------------------------------------------- warp copies ----
 
+// Copies len <= N bytes from src to dst, one lane alone (no overlap): every
+// byte is loaded before any is stored, so the loads wait on memory once,
+// together, not once per byte behind a store they might alias. (The zeroed
+// buffer is what lets the compiler keep it in registers.)
+template <std::uint32_t N>
+TANDEM_HD void lane_copy(std::uint8_t* dst, const std::uint8_t* src, std::uint32_t len) {
+  std::uint8_t b[N] = {};
+  TANDEM_UNROLL
+  for (std::uint32_t k = 0; k < N; ++k) {
+    if (k < len) b[k] = src[k];
+  }
+  TANDEM_UNROLL
+  for (std::uint32_t k = 0; k < N; ++k) {
+    if (k < len) dst[k] = b[k];
+  }
+}
+
 // Copies len bytes from src to dst (no overlap), the whole warp together.
 // Short runs go a byte per lane; long runs as aligned 4-byte stores, each
 // built from two aligned 4-byte loads, whenever those loads stay inside
