@@ -47,7 +47,7 @@ Result decode(const std::uint8_t* block, std::size_t n, std::size_t cap, std::ui
                           [](std::uint8_t b) { return b == kGuardValue; }));
   for (const tandem::gpu::DecodeShape shape : tandem::gpu::kDecodeShapes) {
     for (const tandem::gpu::LaneOrder order : {tandem::gpu::LaneOrder::up, tandem::gpu::LaneOrder::down}) {
-      if (shape == tandem::gpu::DecodeShape::block && order == tandem::gpu::LaneOrder::up) continue;
+      if (shape == tandem::gpu::DecodeShape::wide && order == tandem::gpu::LaneOrder::up) continue;
       std::vector<std::uint8_t> other(cap + kGuard, kGuardValue);
       std::fill_n(other.begin(), cap, fill);
       std::size_t other_size = 0;

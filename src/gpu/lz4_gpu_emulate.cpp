@@ -42,8 +42,8 @@ ItemStatus lz4_decode_block_emulated(const std::uint8_t* in, std::size_t in_size
   if (shape == DecodeShape::lanes) {
     status = lz4k::decode_block_lanes(simt::Warp{}, in, n, out, cap, &size);
   } else {
-    const auto shared = std::make_unique<lz4k::DecodeShared>();
-    status = lz4k::decode_block(simt::Block<lz4k::kDecodeWarps>{}, *shared, in, n, out, cap, &size);
+    const auto shared = std::make_unique<lz4k::WideShared<lz4k::kWideWarps>>();
+    status = lz4k::decode_block_wide(simt::Block<lz4k::kWideWarps>{}, *shared, in, n, out, cap, &size);
   }
   *out_size = size;
   return status;

@@ -10,11 +10,11 @@
 
 namespace tandem::gpu {
 
-// The two shapes of the GPU decoder: a thread block per LZ4 block, or a warp
-// holding 32 sequences at a time, a lane each (for batches of small blocks).
-// They give the same statuses and bytes.
-enum class DecodeShape { block, lanes };
-inline constexpr DecodeShape kDecodeShapes[] = {DecodeShape::block, DecodeShape::lanes};
+// The two shapes of the GPU decoder: a thread block per LZ4 block (wide), or
+// a warp per block (lanes, for batches of small blocks). They give the same
+// statuses and bytes.
+enum class DecodeShape { wide, lanes };
+inline constexpr DecodeShape kDecodeShapes[] = {DecodeShape::wide, DecodeShape::lanes};
 
 // The order in which the emulation runs a warp's lanes: on the GPU they run
 // at once, so a kernel's result must not depend on it.
@@ -23,7 +23,7 @@ enum class LaneOrder { up, down };
 // Decodes one LZ4 block as the GPU kernel does; *out_size gets the bytes written.
 ItemStatus lz4_decode_block_emulated(const std::uint8_t* in, std::size_t in_size, std::uint8_t* out,
                                      std::size_t capacity, std::size_t* out_size,
-                                     DecodeShape shape = DecodeShape::block, LaneOrder order = LaneOrder::up);
+                                     DecodeShape shape = DecodeShape::wide, LaneOrder order = LaneOrder::up);
 
 // Compresses one item as the GPU kernel does.
 ItemStatus lz4_encode_block_emulated(const std::uint8_t* in, std::size_t in_size, std::uint8_t* out,

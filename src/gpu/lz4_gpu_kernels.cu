@@ -112,11 +112,11 @@ __device__ __forceinline__ bool decode_item(std::size_t item, const void* const*
 }
 
 // One thread block per item: its warps decode the item together.
-__global__ void __launch_bounds__(lz4k::kDecodeWarps * 32)
-    lz4_decode_block_kernel(const void* const* in_ptrs, const std::size_t* in_sizes, std::size_t num_items,
-                            void* const* out_ptrs, const std::size_t* out_capacities, std::size_t* out_sizes,
-                            ItemStatus* statuses) {
-  __shared__ lz4k::DecodeShared shared;
+__global__ void __launch_bounds__(lz4k::kWideWarps * 32)
+    lz4_decode_wide_kernel(const void* const* in_ptrs, const std::size_t* in_sizes, std::size_t num_items,
+                           void* const* out_ptrs, const std::size_t* out_capacities, std::size_t* out_sizes,
+                           ItemStatus* statuses) {
+  __shared__ lz4k::WideShared<lz4k::kWideWarps> shared;
   const std::size_t item = blockIdx.x;
   if (item >= num_items) return;
   const bool first_thread = threadIdx.x == 0;
@@ -127,7 +127,7 @@ __global__ void __launch_bounds__(lz4k::kDecodeWarps * 32)
   }
   std::uint32_t size = 0;
   const ItemStatus status =
-      lz4k::decode_block(simt::Block<lz4k::kDecodeWarps>{}, shared, d.in, d.n, d.out, d.cap, &size);
+      lz4k::decode_block_wide(simt::Block<lz4k::kWideWarps>{}, shared, d.in, d.n, d.out, d.cap, &size);
   if (first_thread) finish_item(item, size, status, out_sizes, statuses);
 }
 
@@ -148,15 +148,6 @@ __global__ void __launch_bounds__(ItemsPerBlock * 32)
   std::uint32_t size = 0;
   const ItemStatus status = lz4k::decode_block_lanes(simt::Warp{}, d.in, d.n, d.out, d.cap, &size);
   finish_item(item, size, status, out_sizes, statuses);
-}
-
-template <int ItemsPerBlock>
-void launch_lanes(const void* const* d_in_ptrs, const std::size_t* d_in_sizes, std::size_t num_items,
-                  void* const* d_out_ptrs, const std::size_t* d_out_capacities, std::size_t* d_out_sizes,
-                  ItemStatus* d_statuses, Stream stream) {
-  const std::size_t blocks = (num_items + ItemsPerBlock - 1) / ItemsPerBlock;
-  lz4_decode_lanes_kernel<ItemsPerBlock><<<static_cast<unsigned>(blocks), ItemsPerBlock * 32, 0, stream>>>(
-      d_in_ptrs, d_in_sizes, num_items, d_out_ptrs, d_out_capacities, d_out_sizes, d_statuses);
 }
 
 Status launch_status() {
@@ -188,13 +179,12 @@ Status launch_find(const void* const* d_in_ptrs, const std::size_t* d_in_sizes, 
 
 constexpr std::size_t kMaxBlocks = 0x7fffffff;
 // Batches whose blocks decode to at most this many bytes run a warp per
-// block (the lane decoder): there are enough of them to fill the GPU. Above
-// it, a thread block per block. Measured on silesia7 (H100, GB/s, lanes
-// against thread blocks): 32K 51 against 39, 64K 30 against 36.
-constexpr std::size_t kDecodeLanesMax = 32 * 1024;
-// Up to 16K, 4 items per thread block; above, 2, which spreads the fewer
-// items over more blocks.
-constexpr std::size_t kDecodeLanesWideMin = 16 * 1024;
+// block (the lane decoder), 4 blocks per thread block: there are enough of
+// them to fill the GPU. Above it, a thread block per block (the wide
+// decoder). Measured on silesia7 (H100, GB/s, lanes against wide): 16K 74.4
+// against 67.1, 32K 55.0 against 58.7.
+constexpr std::size_t kDecodeLanesMax = 16 * 1024;
+constexpr int kLanesPerBlock = 4;
 
 }  // namespace
 
@@ -249,13 +239,11 @@ Status lz4_decompress_async(const void* const* d_in_ptrs, const std::size_t* d_i
   }
   if (num_items > kMaxBlocks) return {StatusCode::invalid_argument, "too many items"};
   if (max_output_size <= kDecodeLanesMax) {
-    if (max_output_size <= kDecodeLanesWideMin) {
-      launch_lanes<4>(d_in_ptrs, d_in_sizes, num_items, d_out_ptrs, d_out_capacities, d_out_sizes, d_statuses, stream);
-    } else {
-      launch_lanes<2>(d_in_ptrs, d_in_sizes, num_items, d_out_ptrs, d_out_capacities, d_out_sizes, d_statuses, stream);
-    }
+    const std::size_t blocks = (num_items + kLanesPerBlock - 1) / kLanesPerBlock;
+    lz4_decode_lanes_kernel<kLanesPerBlock><<<static_cast<unsigned>(blocks), kLanesPerBlock * 32, 0, stream>>>(
+        d_in_ptrs, d_in_sizes, num_items, d_out_ptrs, d_out_capacities, d_out_sizes, d_statuses);
   } else {
-    lz4_decode_block_kernel<<<static_cast<unsigned>(num_items), lz4k::kDecodeWarps * 32, 0, stream>>>(
+    lz4_decode_wide_kernel<<<static_cast<unsigned>(num_items), lz4k::kWideWarps * 32, 0, stream>>>(
         d_in_ptrs, d_in_sizes, num_items, d_out_ptrs, d_out_capacities, d_out_sizes, d_statuses);
   }
   return launch_status();

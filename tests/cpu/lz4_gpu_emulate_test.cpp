@@ -84,7 +84,7 @@ Decoded decode(const std::uint8_t* block, std::size_t n, std::size_t capacity, s
   EXPECT_TRUE(out.guard_intact()) << "the decoder wrote past its capacity of " << capacity;
   for (const DecodeShape shape : tandem::gpu::kDecodeShapes) {
     for (const LaneOrder order : {LaneOrder::up, LaneOrder::down}) {
-      if (shape == DecodeShape::block && order == LaneOrder::up) continue;
+      if (shape == DecodeShape::wide && order == LaneOrder::up) continue;
       GuardedBuffer other(capacity, fill);
       std::size_t other_size = kBound;
       const ItemStatus other_st =
