@@ -58,12 +58,20 @@ inline constexpr std::uint32_t kMaxOffset = 65535;
 
 // A segment's size, and how far before it its warp's hash table reaches.
 // Positions in the table are relative to the start of that reach, so they fit
-// 16 bits: kPrimeBytes + kSegmentSize <= 65536. Measured on Silesia in 64 KiB
-// blocks (compressed size against liblz4's default level, 2^13-entry tables):
-// segments of 4 KiB primed with 8 KiB give 1.084x, 16 KiB primed with 16 KiB
-// 1.018x, 16 KiB primed with 32 KiB 1.008x (but a third more hashing).
-inline constexpr std::uint32_t kSegmentSize = 16384;
-inline constexpr std::uint32_t kPrimeBytes = 16384;
+// 16 bits: kPrimeBytes + kSegmentSize <= 65536. Smaller segments give more
+// warps, each with less to do, so a block's compression takes less time and
+// the GPU has work to spread. Measured on the H100, silesia7 (compressed size
+// against liblz4's default level; GB/s device-resident / host-resident):
+//  - 16 KiB primed with 16 KiB, every 2nd position: 64K blocks 1.042x,
+//    34.1 / 22.3; 256K 1.052x, 33.3 / 21.7; 16K 1.010x, 39.1 / 23.7.
+//  - 8 KiB primed with 24 KiB, every 3rd: 64K 1.042x, 35.2 / 28.2; 256K
+//    1.047x, 34.6 / 25.9; 16K 1.018x, 41.4 / 31.5 (this one).
+//  - 8 KiB primed with 16 KiB, every 2nd: 64K 1.050x, 34.9 / 26.6.
+//  - 16 KiB primed with 16 KiB, every 3rd: 64K 1.045x, 35.4 / 24.3.
+// Earlier, with 2^13-entry tables: 4 KiB segments primed with 8 KiB gave
+// 1.084x at 64K.
+inline constexpr std::uint32_t kSegmentSize = 8192;
+inline constexpr std::uint32_t kPrimeBytes = 24576;
 // Hash tables: 2^11 entries for blocks up to 4 KiB, 2^12 above. The encoder
 // is limited by how many warps each multiprocessor keeps resident, and that
 // by the tables' shared memory: on the H100, silesia7 in 64 KiB blocks
@@ -80,10 +88,10 @@ TANDEM_HD constexpr std::size_t table_bytes(int hash_log) { return (std::size_t{
 // The priming hashes every kPrimeStride-th position before the segment: a
 // match into that stretch is still found, at most kPrimeStride - 1 bytes late
 // (the backward extension recovers its start), unless it is that short.
-// Measured on silesia7 in 64 KiB blocks against liblz4's default level: every
-// position 1.038x, every 2nd 1.042x, every 4th 1.051x, every 8th 1.062x; on
-// the H100, every 2nd compressed 9% faster than every position.
-inline constexpr std::uint32_t kPrimeStride = 2;
+// Measured on silesia7 in 64 KiB blocks (16 KiB segments) against liblz4's
+// default level: every position 1.038x, every 2nd 1.042x, every 4th 1.051x,
+// every 8th 1.062x.
+inline constexpr std::uint32_t kPrimeStride = 3;
 static_assert(kPrimeBytes + kSegmentSize <= 65536, "table positions are 16 bits");
 static_assert(kSegmentSize < 65536, "a record's lengths are 16 bits");
 
