@@ -248,13 +248,13 @@ struct QuickSequence {
 TANDEM_HD bool quick_sequence(const std::uint8_t* in, std::uint32_t n, std::uint32_t ip, QuickSequence* q) {
   if (n - ip < 2) return false;
   const std::uint32_t token = in[ip];
+  const std::uint32_t lit_ext = in[ip + 1];  // loaded with the token, not after it
   std::uint32_t lit = token >> 4;
   std::uint32_t ml = token & 15;
   std::uint32_t p = ip + 1;
   if (lit == 15) {
-    const std::uint32_t e = in[p];
-    if (e == 255) return false;
-    lit += e;
+    if (lit_ext == 255) return false;
+    lit += lit_ext;
     ++p;
   }
   // The literals, the offset, an extension byte and the next token.
@@ -316,16 +316,19 @@ TANDEM_HD LaneBatch parse_batch(const Warp& w, const std::uint8_t* in, std::uint
   std::uint32_t count = 0;
   while (count < kBatch && ip < n) {
     const std::uint32_t base = ip;
-    const Lanes<std::uint32_t> next = w.map([&](int l) { return quick_next(in, n, base + static_cast<std::uint32_t>(l)); });
-    std::uint32_t p = 0;  // relative to base
-    while (p < kBatch && count < kBatch && base + p < n) {
+    // Relative to base, as is p.
+    const Lanes<std::uint32_t> next =
+        w.map([&](int l) { return quick_next(in, n, base + static_cast<std::uint32_t>(l)) - base; });
+    const std::uint32_t end = n - base < kBatch ? n - base : kBatch;
+    std::uint32_t p = 0;
+    while (p < end && count < kBatch) {
       const std::uint32_t i = count;
       const std::uint32_t at = base + p;
       w.each([&](int l) {
         if (static_cast<std::uint32_t>(l) == i) token_at[l] = at;
       });
       ++count;
-      p = w.shfl(next, static_cast<int>(p)) - base;
+      p = w.shfl(next, static_cast<int>(p));
     }
     ip = base + p;
   }
@@ -376,7 +379,10 @@ TANDEM_HD LaneBatch parse_batch(const Warp& w, const std::uint8_t* in, std::uint
     b.at = output_at();  // lanes past f: where the batch now ends
   }
   c->ip = ip;
-  c->op = op + w.sum(w.map([&](int l) { return b.lit[l] + b.ml[l]; }));
+  // Lanes without a sequence hold lengths 0 at the batch's end.
+  // Lanes without a sequence hold lengths 0 at the batch's end.
+  constexpr int kLast = simt::kWarpSize - 1;
+  c->op = w.shfl(b.at, kLast) + w.shfl(b.lit, kLast) + w.shfl(b.ml, kLast);
   return b;
 }
 
