@@ -319,16 +319,30 @@ TANDEM_HD LaneBatch parse_batch(const Warp& w, const std::uint8_t* in, std::uint
     // Relative to base, as is p.
     const Lanes<std::uint32_t> next =
         w.map([&](int l) { return quick_next(in, n, base + static_cast<std::uint32_t>(l)) - base; });
+    // Two tokens on where the next one leaves the window at once: the chain
+    // then takes one shuffle on its serial path for every two sequences.
+    const Lanes<std::uint32_t> next2 = w.map(
+        [&, after = w.shfl(next, w.map([&](int l) { return next[l] < kBatch ? static_cast<int>(next[l]) : l; }))](
+            int l) { return next[l] < kBatch ? after[l] : next[l]; });
     const std::uint32_t end = n - base < kBatch ? n - base : kBatch;
-    std::uint32_t p = 0;
-    while (p < end && count < kBatch) {
+    const auto record = [&](std::uint32_t at) {
       const std::uint32_t i = count;
-      const std::uint32_t at = base + p;
       w.each([&](int l) {
         if (static_cast<std::uint32_t>(l) == i) token_at[l] = at;
       });
       ++count;
-      p = w.shfl(next, static_cast<int>(p));
+    };
+    std::uint32_t p = 0;
+    while (p < end && count < kBatch) {
+      record(base + p);
+      const std::uint32_t q = w.shfl(next, static_cast<int>(p));
+      const std::uint32_t q2 = w.shfl(next2, static_cast<int>(p));
+      if (q < end && count < kBatch) {
+        record(base + q);
+        p = q2;
+      } else {
+        p = q;
+      }
     }
     ip = base + p;
   }
