@@ -152,18 +152,27 @@ TANDEM_HD CheckedSequence parse_sequence(const Warp& w, const std::uint8_t* in, 
   return q;
 }
 
+// One batch of the lane decoder, lane i holding sequence i (lengths 0 on
+// lanes without one; `at` does not decrease from lane to lane).
+struct LaneBatch {
+  Lanes<std::uint32_t> src;  // input position of the literals
+  Lanes<std::uint32_t> at;   // output position of the literals
+  Lanes<std::uint32_t> lit;
+  Lanes<std::uint32_t> offset;
+  Lanes<std::uint32_t> ml;  // 0: literals only
+};
+
 // The literal runs of a batch: a run of up to kLaneStep bytes by its own
 // lane, longer runs by the whole warp, one after another.
 TANDEM_HD void copy_literals(const Warp& w, const std::uint8_t* in, std::uint32_t n, std::uint8_t* out,
-                             const Lanes<std::uint32_t>& src, const Lanes<std::uint32_t>& at,
-                             const Lanes<std::uint32_t>& lit) {
+                             const LaneBatch& b) {
   constexpr auto step = static_cast<std::uint32_t>(kLaneStep);
   w.each([&](int l) {
-    if (lit[l] <= step) simt::lane_copy<kLaneStep>(out + at[l], in + src[l], lit[l]);
+    if (b.lit[l] <= step) simt::lane_copy<kLaneStep>(out + b.at[l], in + b.src[l], b.lit[l]);
   });
-  for (std::uint32_t wide = w.ballot(w.map([&](int l) { return lit[l] > step; })); wide != 0; wide &= wide - 1) {
+  for (std::uint32_t wide = w.ballot(w.map([&](int l) { return b.lit[l] > step; })); wide != 0; wide &= wide - 1) {
     const int i = simt::first_set(wide);
-    simt::warp_copy(w, out + w.shfl(at, i), in + w.shfl(src, i), w.shfl(lit, i), in, in + n);
+    simt::warp_copy(w, out + w.shfl(b.at, i), in + w.shfl(b.src, i), w.shfl(b.lit, i), in, in + n);
   }
 }
 
@@ -177,16 +186,15 @@ struct LaneMatches {
   Lanes<bool> by_lane;        // short and not overlapping itself: copied by its own lane
 };
 
-TANDEM_HD LaneMatches lane_matches(const Warp& w, const Lanes<std::uint32_t>& at, const Lanes<std::uint32_t>& lit,
-                                   const Lanes<std::uint32_t>& offset, const Lanes<std::uint32_t>& ml) {
+TANDEM_HD LaneMatches lane_matches(const Warp& w, const LaneBatch& b) {
   constexpr auto step = static_cast<std::uint32_t>(kLaneStep);
   LaneMatches m;
-  m.dst = w.map([&](int l) { return at[l] + lit[l]; });
-  m.offset = offset;
-  m.ml = ml;
+  m.dst = w.map([&](int l) { return b.at[l] + b.lit[l]; });
+  m.offset = b.offset;
+  m.ml = b.ml;
   // A match that overlaps itself reads bytes up to its own start.
-  m.need = w.map([&](int l) { return offset[l] < ml[l] ? m.dst[l] : m.dst[l] - offset[l] + ml[l]; });
-  m.by_lane = w.map([&](int l) { return offset[l] >= ml[l] && ml[l] <= step; });
+  m.need = w.map([&](int l) { return b.offset[l] < b.ml[l] ? m.dst[l] : m.dst[l] - b.offset[l] + b.ml[l]; });
+  m.by_lane = w.map([&](int l) { return b.offset[l] >= b.ml[l] && b.ml[l] <= step; });
   return m;
 }
 
@@ -220,15 +228,12 @@ TANDEM_HD void copy_match_waves(const Warp& w, std::uint8_t* out, const LaneMatc
   }
 }
 
-// Copies up to 32 parsed sequences, lane i holding sequence i (lengths 0 on
-// lanes without one): the literals, then the matches in waves.
+// Copies a batch: the literals, then the matches in waves.
 TANDEM_HD void copy_sequences(const Warp& w, const std::uint8_t* in, std::uint32_t n, std::uint8_t* out,
-                              const Lanes<std::uint32_t>& src, const Lanes<std::uint32_t>& at,
-                              const Lanes<std::uint32_t>& lit, const Lanes<std::uint32_t>& offset,
-                              const Lanes<std::uint32_t>& ml) {
-  copy_literals(w, in, n, out, src, at, lit);
+                              const LaneBatch& b) {
+  copy_literals(w, in, n, out, b);
   w.sync();
-  copy_match_waves(w, out, lane_matches(w, at, lit, offset, ml), w.map([&](int l) { return ml[l] != 0; }));
+  copy_match_waves(w, out, lane_matches(w, b), w.map([&](int l) { return b.ml[l] != 0; }));
 }
 
 // A sequence as the lane decoder's quick parse reads it: each length in its
@@ -241,7 +246,6 @@ struct QuickSequence {
   std::uint32_t lit_len = 0;
   std::uint32_t match_len = 0;
   std::uint32_t offset_at = 0;  // input position of the offset
-  std::uint32_t next = 0;       // input position of the next token
 };
 
 // Reads the sequence at in[ip] (ip <= n) if it is a quick one.
@@ -268,10 +272,8 @@ TANDEM_HD bool quick_sequence(const std::uint8_t* in, std::uint32_t n, std::uint
     const std::uint32_t e = in[p];
     if (e == 255) return false;
     ml += e;
-    ++p;
   }
   q->match_len = ml + kMinMatch;
-  q->next = p;
   return true;
 }
 
@@ -292,16 +294,6 @@ struct LaneCursor {
   std::uint32_t op = 0;
   ItemStatus status = ItemStatus::ok;
   bool last = false;  // the block ended or failed
-};
-
-// One batch of the lane decoder, lane i holding sequence i (lengths 0 on
-// lanes without one; `at` does not decrease from lane to lane).
-struct LaneBatch {
-  Lanes<std::uint32_t> src;  // input position of the literals
-  Lanes<std::uint32_t> at;   // output position of the literals
-  Lanes<std::uint32_t> lit;
-  Lanes<std::uint32_t> offset;
-  Lanes<std::uint32_t> ml;  // 0: literals only
 };
 
 // The next batch of up to 32 sequences at c, read and checked (see
@@ -394,7 +386,6 @@ TANDEM_HD LaneBatch parse_batch(const Warp& w, const std::uint8_t* in, std::uint
   }
   c->ip = ip;
   // Lanes without a sequence hold lengths 0 at the batch's end.
-  // Lanes without a sequence hold lengths 0 at the batch's end.
   constexpr int kLast = simt::kWarpSize - 1;
   c->op = w.shfl(b.at, kLast) + w.shfl(b.lit, kLast) + w.shfl(b.ml, kLast);
   return b;
@@ -419,7 +410,7 @@ TANDEM_HD ItemStatus decode_block_lanes(const Warp& w, const std::uint8_t* in, s
   LaneCursor c;
   while (!c.last) {
     const LaneBatch b = parse_batch(w, in, n, cap, &c);
-    copy_sequences(w, in, n, out, b.src, b.at, b.lit, b.offset, b.ml);
+    copy_sequences(w, in, n, out, b);
   }
   *out_size = c.op;
   return c.status;
@@ -527,8 +518,8 @@ TANDEM_HD void copy_wide_batch(const Warp& w, const std::uint8_t* in, std::uint3
                                const WideRound<W>& r, std::uint32_t k) {
   if (k >= r.batches) return;
   const LaneBatch b = wide_batch(w, r, k);
-  copy_literals(w, in, n, out, b.src, b.at, b.lit);
-  const LaneMatches m = lane_matches(w, b.at, b.lit, b.offset, b.ml);
+  copy_literals(w, in, n, out, b);
+  const LaneMatches m = lane_matches(w, b);
   copy_ready_matches(w, out, m, complete_source(w, m, r.complete), r.complete);
 }
 
@@ -537,7 +528,7 @@ template <int W>
 TANDEM_HD void order_wide_round(const Warp& w, std::uint8_t* out, const WideRound<W>& r) {
   for (std::uint32_t k = 0; k < r.batches; ++k) {
     const LaneBatch b = wide_batch(w, r, k);
-    const LaneMatches m = lane_matches(w, b.at, b.lit, b.offset, b.ml);
+    const LaneMatches m = lane_matches(w, b);
     const Lanes<bool> done = complete_source(w, m, r.complete);
     copy_match_waves(w, out, m, w.map([&](int l) { return m.ml[l] != 0 && !done[l]; }));
   }
