@@ -8,8 +8,9 @@
 // Both work in batches of 32 sequences, lane i of a warp holding sequence i:
 // the chain is followed through a window of input bytes by shuffles, then
 // each lane reads and checks its own sequence (parse_batch). The lane decoder
-// then copies the batch itself (copy_sequences); the wide decoder's parsing
-// warp hands batches to copying warps through shared memory (see there).
+// then copies the batch itself (copy_sequences), into shared memory for
+// small blocks (decode_block_lanes_staged); the wide decoder's parsing warp
+// hands batches to copying warps through shared memory (see there).
 //
 // Short literal runs and matches are copied by their own lane; long literal
 // runs and non-overlapping matches by the warp as aligned 4-byte words; a
@@ -30,7 +31,7 @@ using simt::Warp;
 
 inline constexpr std::uint32_t kMinMatch = 4;
 // The lane decoder's longest copy by one lane.
-inline constexpr int kLaneStep = 16;
+inline constexpr std::uint32_t kLaneStep = 16;
 
 // Adds an LZ4 length extension (bytes of 255 continue it, the first other byte
 // ends it) starting at *p to *len. Returns false when the input ends first.
@@ -163,13 +164,23 @@ struct LaneBatch {
 };
 
 // The literal runs of a batch: a run of up to kLaneStep bytes by its own
-// lane, longer runs by the whole warp, one after another.
+// lane, longer runs by the whole warp, one after another. Sized: the lanes'
+// copies take only as many bytes as the longest needs (lane_copies), which
+// saves instructions where the warps issue all they can, but adds a step to
+// the path of a warp that waits on others.
+template <bool Sized>
 TANDEM_HD void copy_literals(const Warp& w, const std::uint8_t* in, std::uint32_t n, std::uint8_t* out,
                              const LaneBatch& b) {
-  constexpr auto step = static_cast<std::uint32_t>(kLaneStep);
-  w.each([&](int l) {
-    if (b.lit[l] <= step) simt::lane_copy<kLaneStep>(out + b.at[l], in + b.src[l], b.lit[l]);
-  });
+  constexpr std::uint32_t step = kLaneStep;
+  if constexpr (Sized) {
+    simt::lane_copies<kLaneStep>(w, [&](int l) {
+      return simt::LaneCopy{out + b.at[l], in + b.src[l], b.lit[l] <= step ? b.lit[l] : 0u};
+    });
+  } else {
+    w.each([&](int l) {
+      if (b.lit[l] <= step) simt::lane_copy<kLaneStep>(out + b.at[l], in + b.src[l], b.lit[l]);
+    });
+  }
   for (std::uint32_t wide = w.ballot(w.map([&](int l) { return b.lit[l] > step; })); wide != 0; wide &= wide - 1) {
     const int i = simt::first_set(wide);
     simt::warp_copy(w, out + w.shfl(b.at, i), in + w.shfl(b.src, i), w.shfl(b.lit, i), in, in + n);
@@ -187,7 +198,7 @@ struct LaneMatches {
 };
 
 TANDEM_HD LaneMatches lane_matches(const Warp& w, const LaneBatch& b) {
-  constexpr auto step = static_cast<std::uint32_t>(kLaneStep);
+  constexpr std::uint32_t step = kLaneStep;
   LaneMatches m;
   m.dst = w.map([&](int l) { return b.at[l] + b.lit[l]; });
   m.offset = b.offset;
@@ -201,12 +212,19 @@ TANDEM_HD LaneMatches lane_matches(const Warp& w, const LaneBatch& b) {
 // Copies the matches of the lanes in `ready` at once: a match of up to
 // kLaneStep bytes that does not overlap itself by its own lane, the others by
 // the warp, one after another. Output below `written` is complete; aligned
-// loads may read up to there.
+// loads may read up to there. Sized: see copy_literals.
+template <bool Sized>
 TANDEM_HD void copy_ready_matches(const Warp& w, std::uint8_t* out, const LaneMatches& m, const Lanes<bool>& ready,
                                   std::uint32_t written) {
-  w.each([&](int l) {
-    if (ready[l] && m.by_lane[l]) simt::lane_copy<kLaneStep>(out + m.dst[l], out + m.dst[l] - m.offset[l], m.ml[l]);
-  });
+  if constexpr (Sized) {
+    simt::lane_copies<kLaneStep>(w, [&](int l) {
+      return simt::LaneCopy{out + m.dst[l], out + m.dst[l] - m.offset[l], ready[l] && m.by_lane[l] ? m.ml[l] : 0u};
+    });
+  } else {
+    w.each([&](int l) {
+      if (ready[l] && m.by_lane[l]) simt::lane_copy<kLaneStep>(out + m.dst[l], out + m.dst[l] - m.offset[l], m.ml[l]);
+    });
+  }
   for (std::uint32_t wide = w.ballot(w.map([&](int l) { return ready[l] && !m.by_lane[l]; })); wide != 0;
        wide &= wide - 1) {
     const int i = simt::first_set(wide);
@@ -219,21 +237,23 @@ TANDEM_HD void copy_ready_matches(const Warp& w, std::uint8_t* out, const LaneMa
 // output position of the lowest one not yet copied, everything below it is
 // written, and every pending match whose source lies below it is copied in
 // this wave; the lowest one always is.
+template <bool Sized>
 TANDEM_HD void copy_match_waves(const Warp& w, std::uint8_t* out, const LaneMatches& m, Lanes<bool> pending) {
   while (w.ballot(pending) != 0) {
     const std::uint32_t first = w.min(w.map([&](int l) { return pending[l] ? m.dst[l] : 0xffffffffu; }));
     const Lanes<bool> ready = w.map([&](int l) { return pending[l] && m.need[l] <= first; });
-    copy_ready_matches(w, out, m, ready, first);
+    copy_ready_matches<Sized>(w, out, m, ready, first);
     pending = w.map([&](int l) { return pending[l] && !ready[l]; });
   }
 }
 
 // Copies a batch: the literals, then the matches in waves.
+template <bool Sized>
 TANDEM_HD void copy_sequences(const Warp& w, const std::uint8_t* in, std::uint32_t n, std::uint8_t* out,
                               const LaneBatch& b) {
-  copy_literals(w, in, n, out, b);
+  copy_literals<Sized>(w, in, n, out, b);
   w.sync();
-  copy_match_waves(w, out, lane_matches(w, b), w.map([&](int l) { return b.ml[l] != 0; }));
+  copy_match_waves<Sized>(w, out, lane_matches(w, b), w.map([&](int l) { return b.ml[l] != 0; }));
 }
 
 // A sequence as the lane decoder's quick parse reads it: each length in its
@@ -405,15 +425,45 @@ TANDEM_HD LaneBatch parse_batch(const Warp& w, const std::uint8_t* in, std::uint
 //    gives its status, and the batch ends with it.
 //  - copy_sequences copies the batch.
 // Same statuses, sizes and bytes as decode_block_wide.
+template <bool Sized = false>
 TANDEM_HD ItemStatus decode_block_lanes(const Warp& w, const std::uint8_t* in, std::uint32_t n, std::uint8_t* out,
                                         std::uint32_t cap, std::uint32_t* out_size) {
   LaneCursor c;
   while (!c.last) {
     const LaneBatch b = parse_batch(w, in, n, cap, &c);
-    copy_sequences(w, in, n, out, b);
+    copy_sequences<Sized>(w, in, n, out, b);
   }
   *out_size = c.op;
   return c.status;
+}
+
+// The lane decoder with its block's output staged in shared memory, for
+// blocks of up to StageBytes: a match then reads output from shared memory,
+// where it was just written, rather than through the caches from global
+// memory, and the output reaches global memory once, in 16-byte words.
+// `stage`: kLaneStageBytes<StageBytes>, 16-aligned. Larger blocks decode in
+// place. Same statuses, sizes and bytes as decode_block_lanes.
+template <std::uint32_t StageBytes>
+inline constexpr std::uint32_t kLaneStageBytes = StageBytes + 16;
+// The kernels stage blocks of up to this and of up to twice this (see
+// lz4_gpu_kernels.cu); the CPU emulation stages at this.
+inline constexpr std::uint32_t kStageBytes = 4096;
+
+template <std::uint32_t StageBytes, bool Sized>
+TANDEM_HD ItemStatus decode_block_lanes_staged(const Warp& w, std::uint8_t* stage, const std::uint8_t* in,
+                                               std::uint32_t n, std::uint8_t* out, std::uint32_t cap,
+                                               std::uint32_t* out_size) {
+  const bool staged = cap <= StageBytes;
+  // At out's address modulo 16, so that the copy out is by whole words.
+  std::uint8_t* to = staged ? stage + (reinterpret_cast<std::uintptr_t>(out) & 15) : out;
+  std::uint32_t size = 0;
+  const ItemStatus status = decode_block_lanes<Sized>(w, in, n, to, cap, &size);
+  if (staged) {
+    w.sync();
+    simt::warp_copy_phased(w, out, to, size);
+  }
+  *out_size = size;
+  return status;
 }
 
 // ------------------------------------------------- the wide lane decoder ----
@@ -518,9 +568,9 @@ TANDEM_HD void copy_wide_batch(const Warp& w, const std::uint8_t* in, std::uint3
                                const WideRound<W>& r, std::uint32_t k) {
   if (k >= r.batches) return;
   const LaneBatch b = wide_batch(w, r, k);
-  copy_literals(w, in, n, out, b);
+  copy_literals<false>(w, in, n, out, b);
   const LaneMatches m = lane_matches(w, b);
-  copy_ready_matches(w, out, m, complete_source(w, m, r.complete), r.complete);
+  copy_ready_matches<false>(w, out, m, complete_source(w, m, r.complete), r.complete);
 }
 
 // Warp 1: the matches of round r that its copying warps left, in order.
@@ -530,7 +580,7 @@ TANDEM_HD void order_wide_round(const Warp& w, std::uint8_t* out, const WideRoun
     const LaneBatch b = wide_batch(w, r, k);
     const LaneMatches m = lane_matches(w, b);
     const Lanes<bool> done = complete_source(w, m, r.complete);
-    copy_match_waves(w, out, m, w.map([&](int l) { return m.ml[l] != 0 && !done[l]; }));
+    copy_match_waves<false>(w, out, m, w.map([&](int l) { return m.ml[l] != 0 && !done[l]; }));
   }
 }
 

@@ -10,11 +10,12 @@
 
 namespace tandem::gpu {
 
-// The two shapes of the GPU decoder: a thread block per LZ4 block (wide), or
-// a warp per block (lanes, for batches of small blocks). They give the same
-// statuses and bytes.
-enum class DecodeShape { wide, lanes };
-inline constexpr DecodeShape kDecodeShapes[] = {DecodeShape::wide, DecodeShape::lanes};
+// The shapes of the GPU decoder: a thread block per LZ4 block (wide), a warp
+// per block (lanes, for batches of small blocks), or a warp per block with
+// the block's output staged in shared memory (staged, for blocks of up to
+// 4 KiB; larger ones decode in place). They give the same statuses and bytes.
+enum class DecodeShape { wide, lanes, staged };
+inline constexpr DecodeShape kDecodeShapes[] = {DecodeShape::wide, DecodeShape::lanes, DecodeShape::staged};
 
 // The order in which the emulation runs a warp's lanes: on the GPU they run
 // at once, so a kernel's result must not depend on it.

@@ -14,6 +14,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 #if defined(__CUDACC__)
 #define TANDEM_HD __host__ __device__ __forceinline__
@@ -148,6 +149,9 @@ struct Warp {
   __device__ __forceinline__ std::uint32_t min(const Lanes<std::uint32_t>& x) const {
     return __reduce_min_sync(kFullMask, x.v);
   }
+  __device__ __forceinline__ std::uint32_t max(const Lanes<std::uint32_t>& x) const {
+    return __reduce_max_sync(kFullMask, x.v);
+  }
   __device__ __forceinline__ void sync() const { __syncwarp(); }
 };
 
@@ -223,6 +227,11 @@ struct Warp {
     for (int l = 1; l < kWarpSize; ++l) m = x.v[l] < m ? x.v[l] : m;
     return m;
   }
+  std::uint32_t max(const Lanes<std::uint32_t>& x) const {
+    std::uint32_t m = x.v[0];
+    for (int l = 1; l < kWarpSize; ++l) m = x.v[l] > m ? x.v[l] : m;
+    return m;
+  }
   void sync() const {}
 };
 
@@ -290,6 +299,37 @@ TANDEM_HD void lane_copy(std::uint8_t* dst, const std::uint8_t* src, std::uint32
   }
 }
 
+// A copy of up to N bytes by one lane (len 0: none).
+struct LaneCopy {
+  std::uint8_t* dst;
+  const std::uint8_t* src;
+  std::uint32_t len;
+};
+
+// Each lane makes its own copy, copy_of(lane), of up to N bytes: in as many
+// bytes (a multiple of 4) as the warp's longest copy needs, not N.
+template <std::uint32_t N, class F>
+TANDEM_HD void lane_copies(const Warp& w, F copy_of) {
+  static_assert(N % 4 == 0 && N <= 16, "lane copies come in steps of 4 bytes, 16 at most");
+  const std::uint32_t longest = w.max(w.map([&](int l) { return copy_of(l).len; }));
+  const auto copy = [&](auto bytes) {
+    w.each([&](int l) {
+      const LaneCopy c = copy_of(l);
+      lane_copy<decltype(bytes)::value>(c.dst, c.src, c.len);
+    });
+  };
+  if (longest == 0) return;
+  if (longest <= 4) {
+    copy(std::integral_constant<std::uint32_t, 4>{});
+  } else if (longest <= 8 || N == 8) {
+    copy(std::integral_constant<std::uint32_t, (N < 8 ? N : 8)>{});
+  } else if (longest <= 12 || N == 12) {
+    copy(std::integral_constant<std::uint32_t, (N < 12 ? N : 12)>{});
+  } else {
+    copy(std::integral_constant<std::uint32_t, N>{});
+  }
+}
+
 // Copies len bytes from src to dst (no overlap), the whole warp together.
 // Short runs go a byte per lane; long runs as aligned 4-byte stores, each
 // built from two aligned 4-byte loads, whenever those loads stay inside
@@ -328,6 +368,28 @@ TANDEM_HD void warp_copy(const Warp& w, std::uint8_t* dst, const std::uint8_t* s
         v = b[0] | (std::uint32_t{b[1]} << 8) | (std::uint32_t{b[2]} << 16) | (std::uint32_t{b[3]} << 24);
       }
       store_aligned_u32(d + 4 * k, v);
+    }
+  });
+}
+
+// Copies len bytes from src to dst (no overlap), the whole warp together,
+// as 16-byte words; src and dst must lie at the same address modulo 16. The
+// bytes before the first whole word and after the last go a byte per lane.
+TANDEM_HD void warp_copy_phased(const Warp& w, std::uint8_t* dst, const std::uint8_t* src, std::uint32_t len) {
+  const auto phase = static_cast<std::uint32_t>(reinterpret_cast<std::uintptr_t>(src) & 15);
+  const std::uint32_t head = phase == 0 ? 0 : (16 - phase < len ? 16 - phase : len);
+  const std::uint32_t words = (len - head) / 16;
+  const std::uint32_t tail = head + words * 16;
+  w.each([&](int l) {
+    const auto lane = static_cast<std::uint32_t>(l);
+    if (lane < head) dst[lane] = src[lane];
+    if (lane < len - tail) dst[tail + lane] = src[tail + lane];
+    for (std::uint32_t k = lane; k < words; k += kWarpSize) {
+#if defined(__CUDA_ARCH__)
+      *reinterpret_cast<uint4*>(dst + head + 16 * k) = *reinterpret_cast<const uint4*>(src + head + 16 * k);
+#else
+      std::memcpy(dst + head + 16 * k, src + head + 16 * k, 16);
+#endif
     }
   });
 }

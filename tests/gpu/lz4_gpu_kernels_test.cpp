@@ -115,8 +115,9 @@ struct CallOptions {
   bool null_statuses = false;
   std::size_t max_item_size = 0;  // compression; 0: the largest input
   // Decompression's max_output_size: up to 16 KiB gives the lane decoder (a
-  // warp per block), larger the wide decoder (a thread block per block); 0:
-  // the largest capacity.
+  // warp per block; up to 8 KiB with its output staged in shared memory),
+  // larger the wide decoder (a thread block per block); 0: the largest
+  // capacity.
   std::size_t max_output_size = 0;
   cudaStream_t stream = nullptr;
 };
@@ -205,22 +206,27 @@ std::vector<ItemOut> run_batch(Call call, const std::vector<Item>& items, const 
   return r;
 }
 
-// Decodes `items` in both of the decoder's launch shapes (max_output_size
+// Decodes `items` in each of the decoder's launch shapes (max_output_size
 // picks it; any value decodes every item); they must agree item by item.
 // Returns the wide shape's results.
 std::vector<ItemOut> run_decode(const std::vector<Item>& items, const CallOptions& o) {
   CallOptions wide = o;
   wide.max_output_size = SIZE_MAX;
   std::vector<ItemOut> by_wide = run_batch(Call::decompress, items, wide);
-  CallOptions lanes = o;
-  lanes.max_output_size = std::size_t{16} << 10;
-  const std::vector<ItemOut> by_lanes = run_batch(Call::decompress, items, lanes);
-  for (std::size_t i = 0; i < items.size(); ++i) {
-    SCOPED_TRACE("item " + std::to_string(i) + ": the lane decoder against the wide decoder");
-    EXPECT_EQ(by_lanes[i].status, by_wide[i].status);
-    EXPECT_EQ(by_lanes[i].size, by_wide[i].size);
-    EXPECT_TRUE(by_lanes[i].out == by_wide[i].out);
-    EXPECT_TRUE(by_lanes[i].guard_intact);
+  // 16 KiB: the lane decoder in place; 8 and 4 KiB: with its output staged
+  // in shared memory (items with more room decode in place).
+  for (const std::size_t lanes_max : {std::size_t{16} << 10, std::size_t{8} << 10, std::size_t{4} << 10}) {
+    CallOptions lanes = o;
+    lanes.max_output_size = lanes_max;
+    const std::vector<ItemOut> by_lanes = run_batch(Call::decompress, items, lanes);
+    for (std::size_t i = 0; i < items.size(); ++i) {
+      SCOPED_TRACE("item " + std::to_string(i) + ": the lane decoder (max_output_size " + std::to_string(lanes_max) +
+                   ") against the wide decoder");
+      EXPECT_EQ(by_lanes[i].status, by_wide[i].status);
+      EXPECT_EQ(by_lanes[i].size, by_wide[i].size);
+      EXPECT_TRUE(by_lanes[i].out == by_wide[i].out);
+      EXPECT_TRUE(by_lanes[i].guard_intact);
+    }
   }
   return by_wide;
 }
