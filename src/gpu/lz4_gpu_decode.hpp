@@ -442,14 +442,16 @@ TANDEM_HD ItemStatus decode_block_lanes(const Warp& w, const std::uint8_t* in, s
 // where it was just written, rather than through the caches from global
 // memory, and the output reaches global memory once, in 16-byte words.
 // `stage`: kLaneStageBytes<StageBytes>, 16-aligned. Larger blocks decode in
-// place. Same statuses, sizes and bytes as decode_block_lanes.
+// place. Its lanes' copies are sized (see copy_literals): the kernels stage
+// only where the warps issue nearly all they can. Same statuses, sizes and
+// bytes as decode_block_lanes.
 template <std::uint32_t StageBytes>
 inline constexpr std::uint32_t kLaneStageBytes = StageBytes + 16;
 // The kernels stage blocks of up to this and of up to twice this (see
 // lz4_gpu_kernels.cu); the CPU emulation stages at this.
 inline constexpr std::uint32_t kStageBytes = 4096;
 
-template <std::uint32_t StageBytes, bool Sized>
+template <std::uint32_t StageBytes>
 TANDEM_HD ItemStatus decode_block_lanes_staged(const Warp& w, std::uint8_t* stage, const std::uint8_t* in,
                                                std::uint32_t n, std::uint8_t* out, std::uint32_t cap,
                                                std::uint32_t* out_size) {
@@ -457,7 +459,7 @@ TANDEM_HD ItemStatus decode_block_lanes_staged(const Warp& w, std::uint8_t* stag
   // At out's address modulo 16, so that the copy out is by whole words.
   std::uint8_t* to = staged ? stage + (reinterpret_cast<std::uintptr_t>(out) & 15) : out;
   std::uint32_t size = 0;
-  const ItemStatus status = decode_block_lanes<Sized>(w, in, n, to, cap, &size);
+  const ItemStatus status = decode_block_lanes<true>(w, in, n, to, cap, &size);
   if (staged) {
     w.sync();
     simt::warp_copy_phased(w, out, to, size);

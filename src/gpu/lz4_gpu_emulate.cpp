@@ -42,11 +42,8 @@ ItemStatus lz4_decode_block_emulated(const std::uint8_t* in, std::size_t in_size
   if (shape == DecodeShape::lanes) {
     status = lz4k::decode_block_lanes(simt::Warp{}, in, n, out, cap, &size);
   } else if (shape == DecodeShape::staged) {
-    // 16-aligned, as the device's is.
-    std::vector<std::uint8_t> stage(lz4k::kLaneStageBytes<lz4k::kStageBytes> + 16);
-    const auto at = reinterpret_cast<std::uintptr_t>(stage.data());
-    status = lz4k::decode_block_lanes_staged<lz4k::kStageBytes, true>(
-        simt::Warp{}, stage.data() + ((16 - (at & 15)) & 15), in, n, out, cap, &size);
+    alignas(16) std::uint8_t stage[lz4k::kLaneStageBytes<lz4k::kStageBytes>];  // as the device's is
+    status = lz4k::decode_block_lanes_staged<lz4k::kStageBytes>(simt::Warp{}, stage, in, n, out, cap, &size);
   } else {
     const auto shared = std::make_unique<lz4k::WideShared<lz4k::kWideWarps>>();
     status = lz4k::decode_block_wide(simt::Block<lz4k::kWideWarps>{}, *shared, in, n, out, cap, &size);

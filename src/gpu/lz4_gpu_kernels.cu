@@ -132,9 +132,9 @@ __global__ void __launch_bounds__(lz4k::kWideWarps * 32)
 }
 
 // One warp per item, ItemsPerBlock items per thread block, for batches of
-// small items; each warp has kLaneStageBytes<StageBytes> of dynamic shared
-// memory (none when StageBytes is 0).
-template <int ItemsPerBlock, std::uint32_t StageBytes, bool Sized>
+// small items; with StageBytes, each warp stages its item in
+// kLaneStageBytes<StageBytes> of dynamic shared memory.
+template <int ItemsPerBlock, std::uint32_t StageBytes>
 __global__ void __launch_bounds__(ItemsPerBlock * 32)
     lz4_decode_lanes_kernel(const void* const* in_ptrs, const std::size_t* in_sizes, std::size_t num_items,
                             void* const* out_ptrs, const std::size_t* out_capacities, std::size_t* out_sizes,
@@ -150,11 +150,11 @@ __global__ void __launch_bounds__(ItemsPerBlock * 32)
   std::uint32_t size = 0;
   ItemStatus status;
   if constexpr (StageBytes == 0) {
-    status = lz4k::decode_block_lanes<Sized>(simt::Warp{}, d.in, d.n, d.out, d.cap, &size);
+    status = lz4k::decode_block_lanes(simt::Warp{}, d.in, d.n, d.out, d.cap, &size);
   } else {
     std::uint8_t* stage =
         reinterpret_cast<std::uint8_t*>(lanes_shared) + (threadIdx.x / 32) * lz4k::kLaneStageBytes<StageBytes>;
-    status = lz4k::decode_block_lanes_staged<StageBytes, Sized>(simt::Warp{}, stage, d.in, d.n, d.out, d.cap, &size);
+    status = lz4k::decode_block_lanes_staged<StageBytes>(simt::Warp{}, stage, d.in, d.n, d.out, d.cap, &size);
   }
   finish_item(item, size, status, out_sizes, statuses);
 }
@@ -262,11 +262,11 @@ Status lz4_decompress_async(const void* const* d_in_ptrs, const std::size_t* d_i
     constexpr std::uint32_t k4 = lz4k::kStageBytes;
     constexpr std::uint32_t k8 = 2 * lz4k::kStageBytes;
     if (max_output_size <= k4) {
-      launch(lz4_decode_lanes_kernel<kLanesPerBlock, k4, true>, lz4k::kLaneStageBytes<k4>);
+      launch(lz4_decode_lanes_kernel<kLanesPerBlock, k4>, lz4k::kLaneStageBytes<k4>);
     } else if (max_output_size <= k8) {
-      launch(lz4_decode_lanes_kernel<kLanesPerBlock, k8, true>, lz4k::kLaneStageBytes<k8>);
+      launch(lz4_decode_lanes_kernel<kLanesPerBlock, k8>, lz4k::kLaneStageBytes<k8>);
     } else {
-      launch(lz4_decode_lanes_kernel<kLanesPerBlock, 0, false>, 0);
+      launch(lz4_decode_lanes_kernel<kLanesPerBlock, 0>, 0);
     }
   } else {
     lz4_decode_wide_kernel<<<static_cast<unsigned>(num_items), lz4k::kWideWarps * 32, 0, stream>>>(
