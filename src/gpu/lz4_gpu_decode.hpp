@@ -197,14 +197,52 @@ struct LaneMatches {
   Lanes<bool> by_lane;        // short and not overlapping itself: copied by its own lane
 };
 
+// Forwarding. A match whose source lies inside the output of another match
+// of its batch reads the bytes that match copied, which are that match's own
+// source bytes: it may copy them from there, its offset grown by the other
+// match's. Followed along chains of such matches (by pointer jumping: each
+// round a match takes on the forwarding of the match it forwards to, so a
+// chain of 32 takes 5 rounds), this lets a run of matches that each copy the
+// one before it, as repeated records with a byte changed in each give, be
+// copied in one wave instead of one after another. The bytes written are the
+// same; every source stays inside the output before its match. Returns the
+// offsets, forwarded where they can be; dst: where each lane's match starts.
+TANDEM_HD Lanes<std::uint32_t> forwarded_offsets(const Warp& w, const LaneBatch& b, const Lanes<std::uint32_t>& dst) {
+  const Lanes<std::uint32_t> from = w.map([&](int l) { return dst[l] - b.offset[l]; });
+  // The last lane whose match starts at or before each source starts (dst
+  // does not decrease from lane to lane): a binary search by shuffles.
+  Lanes<int> k = w.map([](int) { return 0; });
+  for (int step = simt::kWarpSize / 2; step > 0; step /= 2) {
+    const Lanes<std::uint32_t> d = w.shfl(dst, w.map([&](int l) { return k[l] + step; }));
+    k = w.map([&](int l) { return d[l] <= from[l] ? k[l] + step : k[l]; });
+  }
+  const Lanes<std::uint32_t> start = w.shfl(dst, k);
+  const Lanes<std::uint32_t> end = w.shfl(w.map([&](int l) { return dst[l] + b.ml[l]; }), k);
+  // A match that overlaps itself is not forwarded: part of its source is
+  // its own output.
+  Lanes<int> link = w.map([&](int l) {
+    const bool inside = b.ml[l] != 0 && b.offset[l] >= b.ml[l] && start[l] <= from[l] && from[l] + b.ml[l] <= end[l];
+    return inside ? k[l] : -1;
+  });
+  Lanes<std::uint32_t> offset = b.offset;
+  while (w.ballot(w.map([&](int l) { return link[l] >= 0; })) != 0) {
+    const Lanes<int> to = w.map([&](int l) { return link[l] >= 0 ? link[l] : l; });
+    const Lanes<std::uint32_t> more = w.shfl(offset, to);
+    const Lanes<int> next = w.shfl(link, to);
+    offset = w.map([&](int l) { return link[l] >= 0 ? offset[l] + more[l] : offset[l]; });
+    link = w.map([&](int l) { return link[l] >= 0 ? next[l] : -1; });
+  }
+  return offset;
+}
+
 TANDEM_HD LaneMatches lane_matches(const Warp& w, const LaneBatch& b) {
   constexpr std::uint32_t step = kLaneStep;
   LaneMatches m;
   m.dst = w.map([&](int l) { return b.at[l] + b.lit[l]; });
-  m.offset = b.offset;
+  m.offset = forwarded_offsets(w, b, m.dst);
   m.ml = b.ml;
   // A match that overlaps itself reads bytes up to its own start.
-  m.need = w.map([&](int l) { return b.offset[l] < b.ml[l] ? m.dst[l] : m.dst[l] - b.offset[l] + b.ml[l]; });
+  m.need = w.map([&](int l) { return b.offset[l] < b.ml[l] ? m.dst[l] : m.dst[l] - m.offset[l] + b.ml[l]; });
   m.by_lane = w.map([&](int l) { return b.offset[l] >= b.ml[l] && b.ml[l] <= step; });
   return m;
 }

@@ -127,13 +127,14 @@ Bytes lz4_test_data(int kind, std::size_t n, std::uint64_t seed) {
     case 0: return random_bytes(n, seed);
     case 1: return constant_bytes(n, static_cast<std::uint8_t>(seed * 0x9E3779B97F4A7C15ull >> 56));
     case 2: return text_like_bytes(n, seed);
-    default: return mixed_bytes(n, seed);
+    case 3: return mixed_bytes(n, seed);
+    default: return record_bytes(n, seed);
   }
 }
 
 const char* lz4_data_kind_name(int kind) {
-  static const char* const names[] = {"random", "constant", "text", "mixed"};
-  return names[std::clamp(kind, 0, 3)];
+  static const char* const names[] = {"random", "constant", "text", "mixed", "records"};
+  return names[std::clamp(kind, 0, kLz4DataKinds - 1)];
 }
 
 std::vector<Lz4Sequence> lz4_sequences(const Bytes& b) {

@@ -34,8 +34,9 @@ std::vector<Lz4BlockCase> lz4_block_cases();
 const std::vector<std::size_t>& lz4_edge_sizes();
 
 // Test data by kind: 0 random (incompressible), 1 constant, 2 text-like,
-// 3 mixed runs, text and noise. Seeded: the same arguments, the same bytes.
-inline constexpr int kLz4DataKinds = 4;
+// 3 mixed runs, text and noise, 4 records (each the one before with a byte
+// or two changed). Seeded: the same arguments, the same bytes.
+inline constexpr int kLz4DataKinds = 5;
 Bytes lz4_test_data(int kind, std::size_t n, std::uint64_t seed);
 const char* lz4_data_kind_name(int kind);
 

@@ -63,6 +63,22 @@ Bytes mixed_bytes(std::size_t n, std::uint64_t seed) {
   return b;
 }
 
+// Fixed-size records (3 to 40 bytes), each a copy of the one before with
+// a byte or two changed: LZ4 encodes them as chains of matches, each copying
+// the output of the match before it.
+Bytes record_bytes(std::size_t n, std::uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  const std::size_t size = 3 + rng() % 38;
+  Bytes b = random_bytes(std::min(n, size), rng());
+  b.reserve(n);
+  while (b.size() < n) {
+    Bytes next(b.end() - static_cast<std::ptrdiff_t>(size), b.end());
+    for (std::uint64_t k = 1 + rng() % 2; k > 0; --k) next[rng() % size] = static_cast<std::uint8_t>(rng());
+    b.insert(b.end(), next.begin(), next.begin() + static_cast<std::ptrdiff_t>(std::min(size, n - b.size())));
+  }
+  return b;
+}
+
 std::uint64_t hash64(const void* data, std::size_t n) { return XXH3_64bits(data, n); }
 
 TempDir::TempDir() {

@@ -20,6 +20,7 @@ Bytes random_bytes(std::size_t n, std::uint64_t seed);        // incompressible
 Bytes constant_bytes(std::size_t n, std::uint8_t value);
 Bytes text_like_bytes(std::size_t n, std::uint64_t seed);     // compressible words
 Bytes mixed_bytes(std::size_t n, std::uint64_t seed);         // runs, text and noise
+Bytes record_bytes(std::size_t n, std::uint64_t seed);        // records, each the last with a byte or two changed
 
 std::uint64_t hash64(const void* data, std::size_t n);
 
