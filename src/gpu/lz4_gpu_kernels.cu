@@ -12,7 +12,14 @@ namespace tandem::gpu {
 
 namespace {
 
-constexpr int kFindWarps = 4;   // warps per block of the find kernel; each has its own hash table
+// Warps per block of the find kernel, each with its own hash table of
+// 2^HashLog entries. Its warps wait on memory much of the time, so the more
+// a multiprocessor holds, the faster; shared memory (the tables, and 1 KiB
+// a block that the GPU keeps) sets how many. On the H100, 2^12-entry tables
+// (8 KiB): 3 warps a block give 27 warps a multiprocessor, 4 give 24;
+// silesia7 in 64 KiB blocks compressed at 38.8 GB/s against 35.1 (7 warps,
+// 28 a multiprocessor: 38.5). 2^11 entries: 4 a block, 52 a multiprocessor.
+__host__ __device__ constexpr int find_warps(int hash_log) { return hash_log == lz4k::kLargeHashLog ? 3 : 4; }
 constexpr int kEmitWarps = 8;   // warps per block of the emit kernel; a warp per segment
 
 __device__ __forceinline__ void finish_item(std::size_t item, std::uint32_t size, ItemStatus status,
@@ -33,13 +40,13 @@ __device__ __forceinline__ bool encode_item_valid(const void* in, std::size_t n,
 // Step 1: a warp per segment, segments_per_item warps per item. HashLog: the
 // largest table (lz4k::hash_log_for) the launch has room for.
 template <int HashLog>
-__global__ void __launch_bounds__(kFindWarps * 32)
+__global__ void __launch_bounds__(find_warps(HashLog) * 32)
     lz4_find_kernel(const void* const* in_ptrs, const std::size_t* in_sizes, void* const* out_ptrs,
                     std::size_t num_items, std::size_t segments_per_item, lz4k::SeqRecord* records,
                     lz4k::SegmentSummary* summaries) {
   extern __shared__ uint4 shared[];
   const int warp = static_cast<int>(threadIdx.x) / 32;
-  const std::size_t index = static_cast<std::size_t>(blockIdx.x) * kFindWarps + warp;
+  const std::size_t index = static_cast<std::size_t>(blockIdx.x) * find_warps(HashLog) + warp;
   const std::size_t item = index / segments_per_item;
   const std::size_t seg = index % segments_per_item;
   if (item >= num_items) return;
@@ -170,7 +177,8 @@ template <int HashLog>
 Status launch_find(const void* const* d_in_ptrs, const std::size_t* d_in_sizes, void* const* d_out_ptrs,
                    std::size_t num_items, std::size_t segments_per_item, lz4k::SeqRecord* records,
                    lz4k::SegmentSummary* summaries, Stream stream) {
-  constexpr std::size_t kSharedBytes = kFindWarps * lz4k::table_bytes(HashLog);
+  constexpr int kWarps = find_warps(HashLog);
+  constexpr std::size_t kSharedBytes = kWarps * lz4k::table_bytes(HashLog);
   // Above 48 KiB a kernel's dynamic shared memory must be allowed once.
   static std::once_flag once;
   static cudaError_t attribute = cudaSuccess;
@@ -180,20 +188,26 @@ Status launch_find(const void* const* d_in_ptrs, const std::size_t* d_in_sizes, 
   });
   if (attribute != cudaSuccess) return {StatusCode::device_error, cudaGetErrorString(attribute)};
   const std::size_t segments = num_items * segments_per_item;
-  const std::size_t blocks = (segments + kFindWarps - 1) / kFindWarps;
-  lz4_find_kernel<HashLog><<<static_cast<unsigned>(blocks), kFindWarps * 32, kSharedBytes, stream>>>(
+  const std::size_t blocks = (segments + kWarps - 1) / kWarps;
+  lz4_find_kernel<HashLog><<<static_cast<unsigned>(blocks), kWarps * 32, kSharedBytes, stream>>>(
       d_in_ptrs, d_in_sizes, d_out_ptrs, num_items, segments_per_item, records, summaries);
   return launch_status();
 }
 
 constexpr std::size_t kMaxBlocks = 0x7fffffff;
 // Batches whose blocks decode to at most this many bytes run a warp per
-// block (the lane decoder), 4 blocks per thread block: there are enough of
-// them to fill the GPU. Above it, a thread block per block (the wide
-// decoder). Measured on silesia7 in liblz4's blocks (H100, GB/s, lanes
-// against wide): 16K 148.4 against 105.8, 32K 90.5 against 93.9.
+// block (the lane decoder): there are enough of them to fill the GPU. Above
+// it, a thread block per block (the wide decoder). Measured on silesia7 in
+// liblz4's blocks (H100, GB/s, lanes against wide): 16K 148.4 against
+// 105.8, 32K 90.5 against 93.9.
 constexpr std::size_t kDecodeLanesMax = 16 * 1024;
-constexpr int kLanesPerBlock = 4;
+// Blocks per thread block of the lane decoder. A thread block's warps stay
+// resident until its last block is decoded, and with 8 KiB staged a warp,
+// shared memory limits how many fit a multiprocessor; two a thread block
+// leave less idle. Measured (GB/s, 4 against 2 blocks a thread block): 4K
+// 206 against 207.6, 8K 157.0 against 176.3, 16K 148.2 against 147.2; one
+// a thread block: 4K 203.5, 16K 128.4.
+constexpr int kLanesPerBlock = 2;
 // Up to 4 KiB and 8 KiB, the lane decoder stages each block's output in
 // shared memory and sizes its lanes' copies (decode_block_lanes_staged):
 // there the warps issue nearly all they can, so fewer instructions and
@@ -220,13 +234,13 @@ Status lz4_compress_async(const void* const* d_in_ptrs, const std::size_t* d_in_
   const std::size_t segments = num_items * layout.segments_per_item;
   const std::size_t per_item = layout.segments_per_item;  // 0 when every item is empty
   const std::size_t emit_warps = num_items * (per_item > 0 ? per_item : 1);
-  if (segments / kFindWarps >= kMaxBlocks || emit_warps / kEmitWarps >= kMaxBlocks) {
+  const int max_hash_log = lz4k::hash_log_for(max_item_size);
+  if (segments / find_warps(max_hash_log) >= kMaxBlocks || emit_warps / kEmitWarps >= kMaxBlocks) {
     return {StatusCode::invalid_argument, "too many items"};
   }
   auto* records = static_cast<lz4k::SeqRecord*>(d_temp);
   auto* summaries =
       reinterpret_cast<lz4k::SegmentSummary*>(static_cast<std::uint8_t*>(d_temp) + layout.records_bytes);
-  const int max_hash_log = lz4k::hash_log_for(max_item_size);
   if (segments > 0) {
     const Status s = max_hash_log == lz4k::kSmallHashLog
                          ? launch_find<lz4k::kSmallHashLog>(d_in_ptrs, d_in_sizes, d_out_ptrs, num_items, per_item,
