@@ -138,16 +138,24 @@ __global__ void __launch_bounds__(lz4k::kWideWarps * 32)
   if (first_thread) finish_item(item, size, status, out_sizes, statuses);
 }
 
-// One warp per item, ItemsPerBlock items per thread block, for batches of
+// Blocks per thread block of the lane decoder. A thread block's warps stay
+// resident until its last block is decoded, and with 8 KiB staged a warp,
+// shared memory limits how many fit a multiprocessor; two a thread block
+// leave less idle. Measured (GB/s, 4 against 2 blocks a thread block): 4K
+// 206 against 207.6, 8K 157.0 against 176.3, 16K 148.2 against 147.2; one
+// a thread block: 4K 203.5, 16K 128.4.
+constexpr int kLanesPerBlock = 2;
+
+// One warp per item, kLanesPerBlock items per thread block, for batches of
 // small items; with StageBytes, each warp stages its item in
 // kLaneStageBytes<StageBytes> of dynamic shared memory.
-template <int ItemsPerBlock, std::uint32_t StageBytes>
-__global__ void __launch_bounds__(ItemsPerBlock * 32)
+template <std::uint32_t StageBytes>
+__global__ void __launch_bounds__(kLanesPerBlock * 32)
     lz4_decode_lanes_kernel(const void* const* in_ptrs, const std::size_t* in_sizes, std::size_t num_items,
                             void* const* out_ptrs, const std::size_t* out_capacities, std::size_t* out_sizes,
                             ItemStatus* statuses) {
   extern __shared__ uint4 lanes_shared[];
-  const std::size_t item = static_cast<std::size_t>(blockIdx.x) * ItemsPerBlock + threadIdx.x / 32;
+  const std::size_t item = static_cast<std::size_t>(blockIdx.x) * kLanesPerBlock + threadIdx.x / 32;
   if (item >= num_items) return;
   DecodeItem d;
   if (!decode_item(item, in_ptrs, in_sizes, out_ptrs, out_capacities, &d)) {
@@ -201,13 +209,6 @@ constexpr std::size_t kMaxBlocks = 0x7fffffff;
 // liblz4's blocks (H100, GB/s, lanes against wide): 16K 148.4 against
 // 105.8, 32K 90.5 against 93.9.
 constexpr std::size_t kDecodeLanesMax = 16 * 1024;
-// Blocks per thread block of the lane decoder. A thread block's warps stay
-// resident until its last block is decoded, and with 8 KiB staged a warp,
-// shared memory limits how many fit a multiprocessor; two a thread block
-// leave less idle. Measured (GB/s, 4 against 2 blocks a thread block): 4K
-// 206 against 207.6, 8K 157.0 against 176.3, 16K 148.2 against 147.2; one
-// a thread block: 4K 203.5, 16K 128.4.
-constexpr int kLanesPerBlock = 2;
 // Up to 4 KiB and 8 KiB, the lane decoder stages each block's output in
 // shared memory and sizes its lanes' copies (decode_block_lanes_staged):
 // there the warps issue nearly all they can, so fewer instructions and
@@ -276,11 +277,11 @@ Status lz4_decompress_async(const void* const* d_in_ptrs, const std::size_t* d_i
     constexpr std::uint32_t k4 = lz4k::kStageBytes;
     constexpr std::uint32_t k8 = 2 * lz4k::kStageBytes;
     if (max_output_size <= k4) {
-      launch(lz4_decode_lanes_kernel<kLanesPerBlock, k4>, lz4k::kLaneStageBytes<k4>);
+      launch(lz4_decode_lanes_kernel<k4>, lz4k::kLaneStageBytes<k4>);
     } else if (max_output_size <= k8) {
-      launch(lz4_decode_lanes_kernel<kLanesPerBlock, k8>, lz4k::kLaneStageBytes<k8>);
+      launch(lz4_decode_lanes_kernel<k8>, lz4k::kLaneStageBytes<k8>);
     } else {
-      launch(lz4_decode_lanes_kernel<kLanesPerBlock, 0>, 0);
+      launch(lz4_decode_lanes_kernel<0>, 0);
     }
   } else {
     lz4_decode_wide_kernel<<<static_cast<unsigned>(num_items), lz4k::kWideWarps * 32, 0, stream>>>(
