@@ -200,9 +200,9 @@ struct LaneMatches {
 // Forwarding. A match whose source lies inside the output of another match
 // of its batch reads the bytes that match copied, which are that match's own
 // source bytes: it may copy them from there, its offset grown by the other
-// match's. Followed along chains of such matches (by pointer jumping: each
-// round a match takes on the forwarding of the match it forwards to, so a
-// chain of 32 takes 5 rounds), this lets a run of matches that each copy the
+// match's. Followed along chains of such matches (by pointer jumping: at
+// each step a match takes on the forwarding of the match it forwards to, so
+// a chain of 32 takes 5 steps), this lets a run of matches that each copy the
 // one before it, as repeated records with a byte changed in each give, be
 // copied in one wave instead of one after another. The bytes written are the
 // same; every source stays inside the output before its match. Returns the

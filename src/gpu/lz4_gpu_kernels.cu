@@ -209,13 +209,6 @@ constexpr std::size_t kMaxBlocks = 0x7fffffff;
 // liblz4's blocks (H100, GB/s, lanes against wide): 16K 148.4 against
 // 105.8, 32K 90.5 against 93.9.
 constexpr std::size_t kDecodeLanesMax = 16 * 1024;
-// Up to 4 KiB and 8 KiB, the lane decoder stages each block's output in
-// shared memory and sizes its lanes' copies (decode_block_lanes_staged):
-// there the warps issue nearly all they can, so fewer instructions and
-// faster match reads pay. Measured on silesia7 (H100, GB/s, in place
-// against staged): 4K 148.9 against 176.0, 8K 110.0 against 120.4; at 16K
-// (16 KiB of shared memory a warp, 12 warps a multiprocessor) 75.1 against
-// 69.1, so 16K decodes in place.
 }  // namespace
 
 Status lz4_compress_async(const void* const* d_in_ptrs, const std::size_t* d_in_sizes, std::size_t max_item_size,
@@ -274,6 +267,13 @@ Status lz4_decompress_async(const void* const* d_in_ptrs, const std::size_t* d_i
       kernel<<<static_cast<unsigned>(blocks), kLanesPerBlock * 32, kLanesPerBlock * per_warp, stream>>>(
           d_in_ptrs, d_in_sizes, num_items, d_out_ptrs, d_out_capacities, d_out_sizes, d_statuses);
     };
+    // Up to 4 KiB and 8 KiB, the lane decoder stages each block's output in
+    // shared memory and sizes its lanes' copies (decode_block_lanes_staged):
+    // there the warps issue nearly all they can, so fewer instructions and
+    // faster match reads pay. Measured on silesia7 (H100, GB/s, in place
+    // against staged): 4K 148.9 against 176.0, 8K 110.0 against 120.4; at 16K
+    // (16 KiB of shared memory a warp, 12 warps a multiprocessor) 75.1
+    // against 69.1, so 16K decodes in place.
     constexpr std::uint32_t k4 = lz4k::kStageBytes;
     constexpr std::uint32_t k8 = 2 * lz4k::kStageBytes;
     if (max_output_size <= k4) {
