@@ -233,18 +233,27 @@ TANDEM_HD void find_segment_with(const Warp& w, const std::uint8_t* in, std::uin
     clear_table<HashLog>(w, table);
     w.sync();
     // The bytes before the segment: only their newest position per hash.
-    for (std::uint32_t tile = base; tile < seg_start; tile += 32 * kPrimeStride) {
+    // Two steps of 32 positions at a time, both steps' loads first.
+    constexpr std::uint32_t kPrimeStep = 32 * kPrimeStride;
+    for (std::uint32_t tile = base; tile < seg_start; tile += 2 * kPrimeStep) {
       prefetch_ahead(w, in, n, tile);
-      const Lanes<std::uint32_t> key = w.map([&](int l) -> std::uint32_t {
-        const std::uint32_t q = tile + kPrimeStride * static_cast<std::uint32_t>(l);
-        return q < seg_start ? hash4<HashLog>(simt::load_u32(in, n, q)) : 0x80000000u | static_cast<std::uint32_t>(l);
-      });
-      const Lanes<std::uint32_t> peers = w.match_any(key);
-      w.each([&](int l) {
-        const std::uint32_t q = tile + kPrimeStride * static_cast<std::uint32_t>(l);
-        if (q < seg_start && (peers[l] >> l) == 1u) table[key[l]] = static_cast<std::uint16_t>(q - base);
-      });
-      w.sync();
+      const auto keys_at = [&](std::uint32_t at) {
+        return w.map([&](int l) -> std::uint32_t {
+          const std::uint32_t q = at + kPrimeStride * static_cast<std::uint32_t>(l);
+          return q < seg_start ? hash4<HashLog>(simt::load_u32(in, n, q)) : 0x80000000u | static_cast<std::uint32_t>(l);
+        });
+      };
+      const Lanes<std::uint32_t> key[2] = {keys_at(tile), keys_at(tile + kPrimeStep)};
+      TANDEM_UNROLL
+      for (std::uint32_t k = 0; k < 2; ++k) {
+        const std::uint32_t at = tile + k * kPrimeStep;
+        const Lanes<std::uint32_t> peers = w.match_any(key[k]);
+        w.each([&](int l) {
+          const std::uint32_t q = at + kPrimeStride * static_cast<std::uint32_t>(l);
+          if (q < seg_start && (peers[l] >> l) == 1u) table[key[k][l]] = static_cast<std::uint16_t>(q - base);
+        });
+        w.sync();
+      }
     }
     std::uint32_t cur = seg_start;  // positions before this one are inside the last match
     std::uint32_t tile = seg_start;

@@ -4,7 +4,8 @@
 // emulation's; liblz4 fast and HC blocks decoded on the GPU; GPU to GPU with no
 // host copy between; too-small capacities; hand-built malformed blocks beside
 // valid ones, each with its exact status; random and mutated blocks, which
-// must get the emulation's status; optional outputs left null; argument errors.
+// must get the emulation's status; batches of 1 to 2,500 items through the wide
+// decoder's launches; optional outputs left null; argument errors.
 // Every item sits at its own misalignment and every output is followed by
 // guard bytes, checked after the call.
 //
@@ -435,6 +436,39 @@ TEST_F(GpuLz4, DecompressesLiblz4FastAndHcBlocks) {
       EXPECT_TRUE(got[k].guard_intact);
       EXPECT_TRUE(got[k].out == in) << "item " << k << " of " << in.size() << " bytes";
       ++k;
+    }
+  }
+}
+
+// The wide decoder has a launch for batches the GPU holds at once and one
+// for larger batches (more thread blocks a multiprocessor, fewer registers):
+// batches of 1 to 2,500 items of 20 KiB, of every kind of test data, each
+// cut from the same items, decode to their inputs whichever runs.
+TEST_F(GpuLz4, EveryBatchSizeOfTheWideDecoderDecodes) {
+  constexpr std::size_t kItems = 2500, kSize = 20u << 10;
+  std::vector<Bytes> inputs;
+  std::vector<Item> items;
+  for (std::size_t i = 0; i < kItems; ++i) {
+    const int kind = static_cast<int>(i % tandem::test::kLz4DataKinds);
+    inputs.push_back(tandem::test::lz4_test_data(kind, kSize - (i % 7) * 1000, 7000 + i));
+    const Bytes& in = inputs.back();
+    Bytes block(static_cast<std::size_t>(LZ4_compressBound(static_cast<int>(in.size()))));
+    const int r = LZ4_compress_default(reinterpret_cast<const char*>(in.data()), reinterpret_cast<char*>(block.data()),
+                                       static_cast<int>(in.size()), static_cast<int>(block.size()));
+    ASSERT_GT(r, 0);
+    block.resize(static_cast<std::size_t>(r));
+    items.push_back({std::move(block), kSize});
+  }
+  CallOptions wide = opts_;
+  wide.max_output_size = kSize;
+  for (const std::size_t count : {std::size_t{1}, std::size_t{600}, std::size_t{1100}, std::size_t{1450}, kItems}) {
+    SCOPED_TRACE("a batch of " + std::to_string(count) + " items");
+    const std::vector<Item> batch(items.begin(), items.begin() + static_cast<std::ptrdiff_t>(count));
+    const std::vector<ItemOut> got = run_batch(Call::decompress, batch, wide);
+    for (std::size_t i = 0; i < count; ++i) {
+      EXPECT_EQ(got[i].status, ItemStatus::ok) << "item " << i;
+      EXPECT_TRUE(got[i].guard_intact) << "item " << i;
+      EXPECT_TRUE(got[i].out == inputs[i]) << "item " << i;
     }
   }
 }
