@@ -5,7 +5,6 @@
 #include <vector>
 
 #include "gpu/lz4_gpu_decode.hpp"
-#include "gpu/lz4_gpu_decode_split.hpp"
 #include "gpu/lz4_gpu_encode.hpp"
 
 namespace tandem::gpu {
@@ -45,9 +44,6 @@ ItemStatus lz4_decode_block_emulated(const std::uint8_t* in, std::size_t in_size
   } else if (shape == DecodeShape::staged) {
     alignas(16) std::uint8_t stage[lz4k::kLaneStageBytes<lz4k::kStageBytes>];  // as the device's is
     status = lz4k::decode_block_lanes_staged<lz4k::kStageBytes>(simt::Warp{}, stage, in, n, out, cap, &size);
-  } else if (shape == DecodeShape::split && cap <= lz4k::kSplitMaxCap) {
-    const auto shared = std::make_unique<lz4k::SplitShared>();
-    status = lz4k::decode_block_split(simt::Block<lz4k::kSplitWarps>{}, *shared, in, n, out, cap, &size);
   } else {
     const auto shared = std::make_unique<lz4k::WideShared<lz4k::kWideWarps>>();
     status = lz4k::decode_block_wide(simt::Block<lz4k::kWideWarps>{}, *shared, in, n, out, cap, &size);

@@ -5,7 +5,6 @@
 #include <mutex>
 
 #include "gpu/lz4_gpu_decode.hpp"
-#include "gpu/lz4_gpu_decode_split.hpp"
 #include "gpu/lz4_gpu_encode.hpp"
 #include "tandem/tandem_gpu.hpp"
 
@@ -166,36 +165,6 @@ __global__ void __launch_bounds__(lz4k::kWideWarps * 32, MinBlocks)
 }
 constexpr int kWideRoomy = 1;    // no cap: no spills
 constexpr int kWideDense = 12;
-
-// The split decoder, for batches of blocks of up to kSplitMaxCap bytes: one
-// thread block per item; an item with more room than that decodes with the
-// wide decoder, which has as many warps.
-static_assert(lz4k::kSplitWarps == lz4k::kWideWarps, "the split kernel runs both decoders");
-union SplitOrWideShared {
-  lz4k::SplitShared split;
-  lz4k::WideShared<lz4k::kWideWarps> wide;
-};
-
-__global__ void __launch_bounds__(lz4k::kSplitWarps * 32)
-    lz4_decode_split_kernel(const void* const* in_ptrs, const std::size_t* in_sizes, std::size_t num_items,
-                            void* const* out_ptrs, const std::size_t* out_capacities, std::size_t* out_sizes,
-                            ItemStatus* statuses) {
-  __shared__ SplitOrWideShared shared;
-  const std::size_t item = blockIdx.x;
-  if (item >= num_items) return;
-  const bool first_thread = threadIdx.x == 0;
-  DecodeItem d;
-  if (!decode_item(item, in_ptrs, in_sizes, out_ptrs, out_capacities, &d)) {
-    if (first_thread) finish_item(item, 0, ItemStatus::invalid_item, out_sizes, statuses);
-    return;  // the whole block: every thread sees the same item
-  }
-  std::uint32_t size = 0;
-  const simt::Block<lz4k::kSplitWarps> block;
-  const ItemStatus status = d.cap <= lz4k::kSplitMaxCap
-                                ? lz4k::decode_block_split(block, shared.split, d.in, d.n, d.out, d.cap, &size)
-                                : lz4k::decode_block_wide(block, shared.wide, d.in, d.n, d.out, d.cap, &size);
-  if (first_thread) finish_item(item, size, status, out_sizes, statuses);
-}
 
 // Blocks per thread block of the lane decoder. A thread block's warps stay
 // resident until its last block is decoded, and with 8 KiB staged a warp,
@@ -398,9 +367,6 @@ Status lz4_decompress_async(const void* const* d_in_ptrs, const std::size_t* d_i
     } else {
       launch(lz4_decode_lanes_kernel<0>, 0);
     }
-  } else if (max_output_size <= lz4k::kSplitMaxCap) {
-    lz4_decode_split_kernel<<<static_cast<unsigned>(num_items), lz4k::kSplitWarps * 32, 0, stream>>>(
-        d_in_ptrs, d_in_sizes, num_items, d_out_ptrs, d_out_capacities, d_out_sizes, d_statuses);
   } else {
     const auto launch = [&](auto kernel) {
       kernel<<<static_cast<unsigned>(num_items), lz4k::kWideWarps * 32, 0, stream>>>(

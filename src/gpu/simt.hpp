@@ -70,25 +70,6 @@ TANDEM_HD void prefetch_l1(const void* p) {
 #endif
 }
 
-// Atomic OR and minimum on a word that several warps of a block update in
-// one step (shared memory on the device). The host runs warps one after
-// another, so plain operations do.
-TANDEM_HD void atomic_or(std::uint32_t* p, std::uint32_t v) {
-#if defined(__CUDA_ARCH__)
-  atomicOr(p, v);
-#else
-  *p |= v;
-#endif
-}
-
-TANDEM_HD void atomic_min(std::uint32_t* p, std::uint32_t v) {
-#if defined(__CUDA_ARCH__)
-  atomicMin(p, v);
-#else
-  if (v < *p) *p = v;
-#endif
-}
-
 // A 4-byte load from a 4-aligned address.
 TANDEM_HD std::uint32_t load_aligned_u32(const std::uint8_t* p) {
 #if defined(__CUDA_ARCH__)

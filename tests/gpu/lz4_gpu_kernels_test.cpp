@@ -214,17 +214,15 @@ std::vector<ItemOut> run_decode(const std::vector<Item>& items, const CallOption
   CallOptions wide = o;
   wide.max_output_size = SIZE_MAX;
   std::vector<ItemOut> by_wide = run_batch(Call::decompress, items, wide);
-  // 64 KiB: the split decoder (items with more room decode wide); 16 KiB:
-  // the lane decoder in place; 8 and 4 KiB: with its output staged in shared
-  // memory (items with more room decode in place).
-  for (const std::size_t lanes_max :
-       {std::size_t{64} << 10, std::size_t{16} << 10, std::size_t{8} << 10, std::size_t{4} << 10}) {
+  // 16 KiB: the lane decoder in place; 8 and 4 KiB: with its output staged
+  // in shared memory (items with more room decode in place).
+  for (const std::size_t lanes_max : {std::size_t{16} << 10, std::size_t{8} << 10, std::size_t{4} << 10}) {
     CallOptions lanes = o;
     lanes.max_output_size = lanes_max;
     const std::vector<ItemOut> by_lanes = run_batch(Call::decompress, items, lanes);
     for (std::size_t i = 0; i < items.size(); ++i) {
-      SCOPED_TRACE("item " + std::to_string(i) + ": the decoder for max_output_size " + std::to_string(lanes_max) +
-                   " against the wide decoder");
+      SCOPED_TRACE("item " + std::to_string(i) + ": the lane decoder (max_output_size " + std::to_string(lanes_max) +
+                   ") against the wide decoder");
       EXPECT_EQ(by_lanes[i].status, by_wide[i].status);
       EXPECT_EQ(by_lanes[i].size, by_wide[i].size);
       EXPECT_TRUE(by_lanes[i].out == by_wide[i].out);
@@ -443,11 +441,9 @@ TEST_F(GpuLz4, DecompressesLiblz4FastAndHcBlocks) {
 }
 
 // The wide decoder has a launch for batches the GPU holds at once and one
-// for larger batches (more thread blocks a multiprocessor, fewer registers);
-// the split decoder takes the same items when max_output_size says they
-// are small enough: batches of 1 to 2,500 items of 20 KiB, of every kind of
-// test data, each cut from the same items, decode to their inputs whichever
-// runs.
+// for larger batches (more thread blocks a multiprocessor, fewer registers):
+// batches of 1 to 2,500 items of 20 KiB, of every kind of test data, each
+// cut from the same items, decode to their inputs whichever runs.
 TEST_F(GpuLz4, EveryBatchSizeOfTheWideDecoderDecodes) {
   constexpr std::size_t kItems = 2500, kSize = 20u << 10;
   std::vector<Bytes> inputs;
@@ -463,18 +459,16 @@ TEST_F(GpuLz4, EveryBatchSizeOfTheWideDecoderDecodes) {
     block.resize(static_cast<std::size_t>(r));
     items.push_back({std::move(block), kSize});
   }
-  for (const std::size_t max_output : {SIZE_MAX, kSize}) {
-    CallOptions o = opts_;
-    o.max_output_size = max_output;
-    for (const std::size_t count : {std::size_t{1}, std::size_t{600}, std::size_t{1100}, std::size_t{1450}, kItems}) {
-      SCOPED_TRACE("a batch of " + std::to_string(count) + " items, max_output_size " + std::to_string(max_output));
-      const std::vector<Item> batch(items.begin(), items.begin() + static_cast<std::ptrdiff_t>(count));
-      const std::vector<ItemOut> got = run_batch(Call::decompress, batch, o);
-      for (std::size_t i = 0; i < count; ++i) {
-        EXPECT_EQ(got[i].status, ItemStatus::ok) << "item " << i;
-        EXPECT_TRUE(got[i].guard_intact) << "item " << i;
-        EXPECT_TRUE(got[i].out == inputs[i]) << "item " << i;
-      }
+  CallOptions wide = opts_;
+  wide.max_output_size = kSize;
+  for (const std::size_t count : {std::size_t{1}, std::size_t{600}, std::size_t{1100}, std::size_t{1450}, kItems}) {
+    SCOPED_TRACE("a batch of " + std::to_string(count) + " items");
+    const std::vector<Item> batch(items.begin(), items.begin() + static_cast<std::ptrdiff_t>(count));
+    const std::vector<ItemOut> got = run_batch(Call::decompress, batch, wide);
+    for (std::size_t i = 0; i < count; ++i) {
+      EXPECT_EQ(got[i].status, ItemStatus::ok) << "item " << i;
+      EXPECT_TRUE(got[i].guard_intact) << "item " << i;
+      EXPECT_TRUE(got[i].out == inputs[i]) << "item " << i;
     }
   }
 }
