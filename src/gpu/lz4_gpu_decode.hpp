@@ -626,12 +626,14 @@ TANDEM_HD void copy_wide_batch(const Warp& w, const std::uint8_t* in, std::uint3
 }
 
 // Warp 1: the matches of round r that its copying warps left, in order.
-// First it asks for the first source line of each of them in L1, all at
-// once, so that the waves' copies do not each wait on L2 for bytes written
-// a step before. Measured on silesia7 (H100, GB/s, without / with): 32K
-// 103.0 / 106.4, 64K 74.7 / 78.0, 256K 28.9 / 29.2. (The parsing warp
-// asking for every match's source as it parses it as well: 64K 77.3 / 78.0,
-// 32K 106.4 / 106.1; left out.)
+// First it asks for the first source line of each match whose source ends
+// past r.complete in L1, all at once, so that the waves' copies do not each
+// wait on L2 for bytes written a step before. The line is that of the
+// source as parsed: working out the forwarded one (lane_matches) costs
+// shuffles, and a prefetch is only a hint. Measured on silesia7 (H100,
+// GB/s, without / with): 32K 103.0 / 106.4, 64K 74.7 / 78.0, 256K 28.9 /
+// 29.2. (The parsing warp asking for every match's source as it parses it
+// as well: 64K 77.3 / 78.0, 32K 106.4 / 106.1; left out.)
 template <int W>
 TANDEM_HD void order_wide_round(const Warp& w, std::uint8_t* out, const WideRound<W>& r) {
   for (std::uint32_t k = 0; k < r.batches; ++k) {
