@@ -12,8 +12,13 @@
 // candidate's bytes. A ballot gives the parse its next match start: the
 // lowest verified position not inside the previous match. The match is
 // extended forwards (never past the segment's end) and backwards (never
-// before the previous match's end), 32 bytes per step, and recorded as a
-// SeqRecord (literal count, match length, offset). The parse is greedy like
+// before the previous match's end) and recorded as a SeqRecord (literal
+// count, match length, offset). Every lane has already compared up to 8
+// bytes past its candidate's first 4 and 4 before them, as words loaded with
+// the verification, so most matches are extended without another wait on
+// memory; the warp goes on 32 bytes at a time only past those. (On the H100,
+// silesia7 in 64 KiB blocks: 39.3 GB/s when the warp extended every match
+// byte by byte, 47.4 with the lanes' words.) The parse is greedy like
 // liblz4's, but tests every position instead of skipping ahead on misses, so
 // its output is close to liblz4's default level in size.
 //
@@ -211,6 +216,19 @@ TANDEM_HD void prefetch_ahead(const Warp& w, const std::uint8_t* in, std::uint32
   });
 }
 
+// What a lane of a find step knows of its candidate (0: no match there):
+// the bytes that match past the first 4 (ahead, up to 8) and before them
+// (behind, up to 4), each with a flag set when a differing byte ends it;
+// without the flag the parse extends the match further by the warp.
+struct Window {
+  std::uint32_t w[4];  // in[q - 4, q + 12)
+};
+inline constexpr std::uint32_t kLookAheadMask = 0xf;
+inline constexpr std::uint32_t kLookAheadDone = 1u << 4;
+inline constexpr std::uint32_t kLookBehindShift = 8;
+inline constexpr std::uint32_t kLookBehindDone = 1u << 12;
+inline constexpr std::uint32_t kLookHit = 1u << 16;
+
 // Step 1 for segment `seg` of the block in[0, n): fills recs (room for
 // kMaxSegmentRecords) and *summary. table: the warp's 2^HashLog entries.
 template <int HashLog>
@@ -260,7 +278,19 @@ TANDEM_HD void find_segment_with(const Warp& w, const std::uint8_t* in, std::uin
     while (tile <= last_start) {
       prefetch_ahead(w, in, n, tile);
       const Lanes<bool> valid = w.map([&](int l) { return tile + static_cast<std::uint32_t>(l) <= last_start; });
+      // Each lane reads in[q - 4, q + 12) around its position q as words where
+      // it can (wide), the 4 bytes at q otherwise.
+      const Lanes<bool> wide = w.map([&](int l) {
+        const std::uint32_t q = tile + static_cast<std::uint32_t>(l);
+        return valid[l] && q >= 8 && q + 16 <= n;
+      });
+      const Lanes<Window> mine = w.map([&](int l) {
+        Window x{};
+        if (wide[l]) simt::load_window(in, tile + static_cast<std::uint32_t>(l), x.w);
+        return x;
+      });
       const Lanes<std::uint32_t> seq = w.map([&](int l) -> std::uint32_t {
+        if (wide[l]) return mine[l].w[1];
         return valid[l] ? simt::load_u32(in, n, tile + static_cast<std::uint32_t>(l)) : 0u;
       });
       // Lanes past the end get keys no hash can equal.
@@ -281,18 +311,41 @@ TANDEM_HD void find_segment_with(const Warp& w, const std::uint8_t* in, std::uin
         const std::uint32_t earlier = peers[l] & ((1u << l) - 1u);
         return earlier ? tile + static_cast<std::uint32_t>(simt::last_set(earlier)) : older[l];
       });
-      const Lanes<bool> hit = w.map([&](int l) {
+      // Each lane with a candidate verifies it and, where both are wide,
+      // compares up to 8 more bytes forwards and 4 backwards at once, so that
+      // the parse below extends most matches without reading memory.
+      const Lanes<std::uint32_t> look = w.map([&](int l) -> std::uint32_t {
         const std::uint32_t q = tile + static_cast<std::uint32_t>(l);
         const std::uint32_t c = cand[l];
-        return valid[l] && q >= cur && c < q && q - c <= kMaxOffset && simt::load_u32(in, n, c) == seq[l];
+        if (!valid[l] || q < cur || c >= q || q - c > kMaxOffset) return 0u;
+        if (!wide[l] || c < 8) return simt::load_u32(in, n, c) == seq[l] ? kLookHit : 0u;
+        std::uint32_t theirs[4];
+        simt::load_window(in, c, theirs);
+        if (theirs[1] != seq[l]) return 0u;
+        std::uint32_t look_bits = kLookHit;
+        if (q + 12 <= match_limit) {
+          std::uint32_t ahead = simt::equal_low_bytes(mine[l].w[2], theirs[2]);
+          if (ahead == 4) ahead += simt::equal_low_bytes(mine[l].w[3], theirs[3]);
+          look_bits |= ahead | (ahead < 8 ? kLookAheadDone : 0u);
+        }
+        const std::uint32_t behind = simt::equal_high_bytes(mine[l].w[0], theirs[0]);
+        return look_bits | behind << kLookBehindShift | (behind < 4 ? kLookBehindDone : 0u);
       });
-      std::uint32_t starts = w.ballot(hit);
+      std::uint32_t starts = w.ballot(w.map([&](int l) { return look[l] != 0u; }));
       while (starts) {
         const int f = simt::first_set(starts);
         std::uint32_t p = tile + static_cast<std::uint32_t>(f);
         std::uint32_t c = w.shfl(cand, f);
-        std::uint32_t len = kEncMinMatch + extend_forward(w, in, p + kEncMinMatch, c + kEncMinMatch, match_limit);
-        const std::uint32_t back = extend_backward(w, in, p, c, p - anchor < c ? p - anchor : c);
+        const std::uint32_t known = w.shfl(look, f);
+        std::uint32_t len = kEncMinMatch + (known & kLookAheadMask);
+        if (!(known & kLookAheadDone)) len += extend_forward(w, in, p + len, c + len, match_limit);
+        const std::uint32_t most = p - anchor < c ? p - anchor : c;
+        std::uint32_t back = (known >> kLookBehindShift) & kLookAheadMask;
+        if (back >= most) {
+          back = most;
+        } else if (!(known & kLookBehindDone)) {
+          back += extend_backward(w, in, p - back, c - back, most - back);
+        }
         p -= back;
         c -= back;
         len += back;

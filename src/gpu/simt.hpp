@@ -280,6 +280,30 @@ TANDEM_HD std::uint32_t load_u32(const std::uint8_t* in, std::uint32_t n, std::u
   return b[0] | (std::uint32_t{b[1]} << 8) | (std::uint32_t{b[2]} << 16) | (std::uint32_t{b[3]} << 24);
 }
 
+// The 16 bytes at in[x - 4, x + 12) as four little-endian words, for
+// 8 <= x and x + 16 <= n: five aligned loads, every one inside in[0, n).
+TANDEM_HD void load_window(const std::uint8_t* in, std::uint32_t x, std::uint32_t w[4]) {
+  const std::uintptr_t at = reinterpret_cast<std::uintptr_t>(in) + x - 4;
+  const std::uint32_t shift = static_cast<std::uint32_t>(at & 3);
+  const std::uint8_t* b = reinterpret_cast<const std::uint8_t*>(at - shift);
+  std::uint32_t a[5];
+  TANDEM_UNROLL
+  for (int k = 0; k < 5; ++k) a[k] = load_aligned_u32(b + 4 * k);
+  TANDEM_UNROLL
+  for (int k = 0; k < 4; ++k) w[k] = funnel(a[k], a[k + 1], shift);
+}
+
+// Of the 4 bytes of two little-endian words, how many are equal from the
+// first (lowest) on, and from the last (highest) on.
+TANDEM_HD std::uint32_t equal_low_bytes(std::uint32_t x, std::uint32_t y) {
+  const std::uint32_t d = x ^ y;
+  return d ? static_cast<std::uint32_t>(first_set(d)) / 8 : 4u;
+}
+TANDEM_HD std::uint32_t equal_high_bytes(std::uint32_t x, std::uint32_t y) {
+  const std::uint32_t d = x ^ y;
+  return d ? static_cast<std::uint32_t>(31 - last_set(d)) / 8 : 4u;
+}
+
 // ------------------------------------------------------- warp copies ----
 
 // Copies len <= N bytes from src to dst, one lane alone (no overlap): every
