@@ -120,11 +120,13 @@ TANDEM_HD constexpr std::size_t segment_count(std::size_t n) { return (n + kSegm
 
 // The temporary storage of a compression call: for each of num_items items,
 // room for the records and the summary of segment_count(max_item_size)
-// segments; records first, then the summaries. False when it would not fit a
-// size_t.
+// segments; records first, then the summaries, then (when there are
+// segments) the counter from which the find kernel's warps take them. False
+// when it would not fit a size_t.
 struct EncodeTemp {
   std::size_t segments_per_item;
   std::size_t records_bytes;  // where the summaries start
+  std::size_t counter_at;     // where the counter is (8-aligned)
   std::size_t total_bytes;
 };
 inline bool encode_temp_layout(std::size_t num_items, std::size_t max_item_size, EncodeTemp* t) {
@@ -134,7 +136,8 @@ inline bool encode_temp_layout(std::size_t num_items, std::size_t max_item_size,
   if (t->segments_per_item != 0 && num_items > limit / t->segments_per_item / per_segment) return false;
   const std::size_t segments = num_items * t->segments_per_item;
   t->records_bytes = segments * kMaxSegmentRecords * sizeof(SeqRecord);
-  t->total_bytes = t->records_bytes + segments * sizeof(SegmentSummary);
+  t->counter_at = (t->records_bytes + segments * sizeof(SegmentSummary) + 7) / 8 * 8;
+  t->total_bytes = segments > 0 ? t->counter_at + sizeof(unsigned long long) : 0;
   return true;
 }
 

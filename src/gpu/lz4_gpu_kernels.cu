@@ -37,29 +37,43 @@ __device__ __forceinline__ bool encode_item_valid(const void* in, std::size_t n,
   return n <= kMaxItemSize && lz4k::segment_count(n) <= segments_per_item && (in || !n) && out;
 }
 
-// Step 1: a warp per segment, segments_per_item warps per item. HashLog: the
-// largest table (lz4k::hash_log_for) the launch has room for.
+// Step 1: segments_per_item segments per item, each found by one warp. The
+// launch holds only as many warps as the GPU keeps resident; each takes the
+// next segment from *next (zero at the launch) when it is done with one, so
+// that segments that take longer do not leave the GPU idle at the end of a
+// wave. HashLog: the largest table (lz4k::hash_log_for) the launch has room
+// for. Measured on the H100, silesia7 (GB/s, a warp per segment in a grid
+// of them against segments taken from the counter): 4K 75.8 / 76.6, 16K
+// 53.9 / 54.6, 64K 47.4 / 47.3; with 2 and 4 warps a thread block rather
+// than 3, 64K 46.6 and 42.9. Two steps of 32
+// positions at once in each warp, their loads together, gained nothing (64K
+// 47.2) and hashed positions inside matches, for 0.2% more output.
 template <int HashLog>
 __global__ void __launch_bounds__(find_warps(HashLog) * 32)
     lz4_find_kernel(const void* const* in_ptrs, const std::size_t* in_sizes, void* const* out_ptrs,
                     std::size_t num_items, std::size_t segments_per_item, lz4k::SeqRecord* records,
-                    lz4k::SegmentSummary* summaries) {
+                    lz4k::SegmentSummary* summaries, unsigned long long* next) {
   extern __shared__ uint4 shared[];
   const int warp = static_cast<int>(threadIdx.x) / 32;
-  const std::size_t index = static_cast<std::size_t>(blockIdx.x) * find_warps(HashLog) + warp;
-  const std::size_t item = index / segments_per_item;
-  const std::size_t seg = index % segments_per_item;
-  if (item >= num_items) return;
-  const std::uint8_t* in = static_cast<const std::uint8_t*>(in_ptrs[item]);
-  const std::size_t n = in_sizes[item];
-  if (!encode_item_valid(in, n, out_ptrs[item], segments_per_item) || seg >= lz4k::segment_count(n) ||
-      lz4k::hash_log_for(n) > HashLog) {
-    return;
-  }
+  const std::size_t segments = num_items * segments_per_item;
   auto* table = reinterpret_cast<std::uint16_t*>(reinterpret_cast<std::uint8_t*>(shared) +
                                                  static_cast<std::size_t>(warp) * lz4k::table_bytes(HashLog));
-  lz4k::find_segment(simt::Warp{}, in, static_cast<std::uint32_t>(n), static_cast<std::uint32_t>(seg), table,
-                     records + index * lz4k::kMaxSegmentRecords, summaries + index);
+  for (;;) {
+    unsigned long long taken = 0;
+    if ((threadIdx.x & 31) == 0) taken = atomicAdd(next, 1ull);
+    const std::size_t index = __shfl_sync(0xffffffffu, taken, 0);
+    if (index >= segments) return;
+    const std::size_t item = index / segments_per_item;
+    const std::size_t seg = index % segments_per_item;
+    const std::uint8_t* in = static_cast<const std::uint8_t*>(in_ptrs[item]);
+    const std::size_t n = in_sizes[item];
+    if (!encode_item_valid(in, n, out_ptrs[item], segments_per_item) || seg >= lz4k::segment_count(n) ||
+        lz4k::hash_log_for(n) > HashLog) {
+      continue;
+    }
+    lz4k::find_segment(simt::Warp{}, in, static_cast<std::uint32_t>(n), static_cast<std::uint32_t>(seg), table,
+                       records + index * lz4k::kMaxSegmentRecords, summaries + index);
+  }
 }
 
 // Step 2: a warp per segment, max(segments_per_item, 1) warps per item (a
@@ -229,10 +243,34 @@ Status launch_status() {
   return {StatusCode::device_error, cudaGetErrorString(e)};
 }
 
+// Thread blocks of the find kernel the current device holds at once (0 when
+// it cannot tell); asked once per device.
+template <int HashLog>
+std::size_t find_fit(int device, int threads, std::size_t shared_bytes) {
+  constexpr int kDevices = 64;
+  static std::mutex mutex;
+  static std::size_t fits[kDevices];
+  static bool known[kDevices];
+  if (device < 0 || device >= kDevices) return 0;
+  const std::lock_guard<std::mutex> lock(mutex);
+  if (!known[device]) {
+    int sms = 0, per_sm = 0;
+    if (cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess ||
+        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, lz4_find_kernel<HashLog>, threads, shared_bytes) !=
+            cudaSuccess) {
+      (void)cudaGetLastError();
+      return 0;
+    }
+    fits[device] = static_cast<std::size_t>(sms) * static_cast<std::size_t>(per_sm);
+    known[device] = true;
+  }
+  return fits[device];
+}
+
 template <int HashLog>
 Status launch_find(const void* const* d_in_ptrs, const std::size_t* d_in_sizes, void* const* d_out_ptrs,
                    std::size_t num_items, std::size_t segments_per_item, lz4k::SeqRecord* records,
-                   lz4k::SegmentSummary* summaries, Stream stream) {
+                   lz4k::SegmentSummary* summaries, unsigned long long* next, Stream stream) {
   constexpr int kWarps = find_warps(HashLog);
   constexpr std::size_t kSharedBytes = kWarps * lz4k::table_bytes(HashLog);
   // Above 48 KiB a kernel's dynamic shared memory must be allowed once.
@@ -244,9 +282,15 @@ Status launch_find(const void* const* d_in_ptrs, const std::size_t* d_in_sizes, 
   });
   if (attribute != cudaSuccess) return {StatusCode::device_error, cudaGetErrorString(attribute)};
   const std::size_t segments = num_items * segments_per_item;
-  const std::size_t blocks = (segments + kWarps - 1) / kWarps;
+  std::size_t blocks = (segments + kWarps - 1) / kWarps;
+  int device = 0;
+  if (cudaGetDevice(&device) != cudaSuccess) (void)cudaGetLastError();
+  const std::size_t fit = find_fit<HashLog>(device, kWarps * 32, kSharedBytes);
+  if (fit > 0 && blocks > fit) blocks = fit;
+  const cudaError_t zero = cudaMemsetAsync(next, 0, sizeof *next, static_cast<cudaStream_t>(stream));
+  if (zero != cudaSuccess) return {StatusCode::device_error, cudaGetErrorString(zero)};
   lz4_find_kernel<HashLog><<<static_cast<unsigned>(blocks), kWarps * 32, kSharedBytes, stream>>>(
-      d_in_ptrs, d_in_sizes, d_out_ptrs, num_items, segments_per_item, records, summaries);
+      d_in_ptrs, d_in_sizes, d_out_ptrs, num_items, segments_per_item, records, summaries, next);
   return launch_status();
 }
 
@@ -319,12 +363,13 @@ Status lz4_compress_async(const void* const* d_in_ptrs, const std::size_t* d_in_
   auto* records = static_cast<lz4k::SeqRecord*>(d_temp);
   auto* summaries =
       reinterpret_cast<lz4k::SegmentSummary*>(static_cast<std::uint8_t*>(d_temp) + layout.records_bytes);
+  auto* next = reinterpret_cast<unsigned long long*>(static_cast<std::uint8_t*>(d_temp) + layout.counter_at);
   if (segments > 0) {
     const Status s = max_hash_log == lz4k::kSmallHashLog
                          ? launch_find<lz4k::kSmallHashLog>(d_in_ptrs, d_in_sizes, d_out_ptrs, num_items, per_item,
-                                                            records, summaries, stream)
+                                                            records, summaries, next, stream)
                          : launch_find<lz4k::kLargeHashLog>(d_in_ptrs, d_in_sizes, d_out_ptrs, num_items, per_item,
-                                                            records, summaries, stream);
+                                                            records, summaries, next, stream);
     if (!s) return s;
   }
   const std::size_t emit_blocks = (emit_warps + kEmitWarps - 1) / kEmitWarps;
