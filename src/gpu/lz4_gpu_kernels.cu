@@ -45,9 +45,9 @@ __device__ __forceinline__ bool encode_item_valid(const void* in, std::size_t n,
 // for. Measured on the H100, silesia7 (GB/s, a warp per segment in a grid
 // of them against segments taken from the counter): 4K 75.8 / 76.6, 16K
 // 53.9 / 54.6, 64K 47.4 / 47.3; with 2 and 4 warps a thread block rather
-// than 3, 64K 46.6 and 42.9. Two steps of 32
-// positions at once in each warp, their loads together, gained nothing (64K
-// 47.2) and hashed positions inside matches, for 0.2% more output.
+// than 3, 64K 46.6 and 42.9. Two steps of 32 positions at once in each
+// warp, their loads together, gained nothing (64K 47.2) and hashed
+// positions inside matches, for 0.2% more output.
 template <int HashLog>
 __global__ void __launch_bounds__(find_warps(HashLog) * 32)
     lz4_find_kernel(const void* const* in_ptrs, const std::size_t* in_sizes, void* const* out_ptrs,
