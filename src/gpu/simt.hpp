@@ -268,12 +268,11 @@ struct Block {
 // The 4 bytes at in[q], little-endian, for q + 4 <= n: two aligned loads
 // where both stay inside in[0, n), bytes otherwise.
 TANDEM_HD std::uint32_t load_u32(const std::uint8_t* in, std::uint32_t n, std::uint32_t q) {
-  const std::uintptr_t lo = reinterpret_cast<std::uintptr_t>(in);
-  const std::uintptr_t at = lo + q;
-  const std::uint32_t shift = static_cast<std::uint32_t>(at & 3);
-  const std::uintptr_t base = at - shift;
-  if (base >= lo && base + (shift ? 8 : 4) <= lo + n) {
-    const std::uint8_t* b = reinterpret_cast<const std::uint8_t*>(base);
+  const std::uint32_t shift = static_cast<std::uint32_t>((reinterpret_cast<std::uintptr_t>(in) + q) & 3);
+  // The aligned words from in[q - shift] stay inside in[0, n) (checked in
+  // 32 bits: q < n <= kMaxItemSize).
+  if (q >= shift && q - shift + (shift ? 8u : 4u) <= n) {
+    const std::uint8_t* b = in + (q - shift);
     return funnel(load_aligned_u32(b), shift ? load_aligned_u32(b + 4) : 0, shift);
   }
   const std::uint8_t* b = in + q;
