@@ -178,6 +178,18 @@ TANDEM_HD std::uint32_t extend_backward(const Warp& w, const std::uint8_t* in, s
   }
 }
 
+// Per lane: x of the nearest lower lane whose bit is set in mask, or `none`
+// where no lower lane's is.
+TANDEM_HD Lanes<std::uint32_t> lower_lane_value(const Warp& w, std::uint32_t mask, const Lanes<std::uint32_t>& x,
+                                                std::uint32_t none) {
+  const Lanes<int> before = w.map([&](int l) {
+    const std::uint32_t below = mask & ((1u << l) - 1u);
+    return below ? simt::last_set(below) : l;
+  });
+  const Lanes<std::uint32_t> got = w.shfl(x, before);
+  return w.map([&](int l) -> std::uint32_t { return (mask & ((1u << l) - 1u)) ? got[l] : none; });
+}
+
 // Length-extension bytes for a length field holding v (the token keeps 15 of it).
 TANDEM_HD std::uint32_t extension_size(std::uint32_t v) { return v >= 15 ? (v - 15) / 255 + 1 : 0; }
 
@@ -365,14 +377,7 @@ TANDEM_HD void find_segment_with(const Warp& w, const std::uint8_t* in, std::uin
       if (chosen) {
         // Each chosen lane: its literals start where the match before it
         // ends, and it extends backwards no further than that.
-        const Lanes<int> before = w.map([&](int l) {
-          const std::uint32_t below = chosen & ((1u << l) - 1u);
-          return below ? simt::last_set(below) : l;
-        });
-        const Lanes<std::uint32_t> end_before = w.shfl(ends, before);
-        const Lanes<std::uint32_t> from = w.map([&](int l) -> std::uint32_t {
-          return (chosen & ((1u << l) - 1u)) ? end_before[l] : anchor;
-        });
+        const Lanes<std::uint32_t> from = lower_lane_value(w, chosen, ends, anchor);
         Lanes<std::uint32_t> back = w.map([&](int l) -> std::uint32_t {
           const std::uint32_t q = tile + static_cast<std::uint32_t>(l);
           const std::uint32_t most = q - from[l] < cand[l] ? q - from[l] : cand[l];
@@ -462,14 +467,7 @@ TANDEM_HD SegmentPlace place_segment(const Warp& w, std::uint32_t n, const SeqRe
     });
     const Lanes<std::uint32_t> end = w.map([&](int l) { return sum[l].end; });
     const std::uint32_t busy = w.ballot(w.map([&](int l) { return sum[l].count > 0; }));
-    const Lanes<int> before = w.map([&](int l) {
-      const std::uint32_t below = busy & ((1u << l) - 1u);
-      return below ? simt::last_set(below) : l;
-    });
-    const Lanes<std::uint32_t> end_before = w.shfl(end, before);
-    const Lanes<std::uint32_t> from = w.map([&](int l) -> std::uint32_t {
-      return (busy & ((1u << l) - 1u)) ? end_before[l] : anchor;
-    });
+    const Lanes<std::uint32_t> from = lower_lane_value(w, busy, end, anchor);
     const Lanes<std::uint32_t> size = w.map([&](int l) -> std::uint32_t {
       if (sum[l].count == 0) return 0u;
       const std::uint32_t i = first + static_cast<std::uint32_t>(l);
