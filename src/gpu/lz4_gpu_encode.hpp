@@ -241,6 +241,7 @@ struct Window {
 inline constexpr std::uint32_t kLookAheadMask = 0xf;
 inline constexpr std::uint32_t kLookAheadDone = 1u << 4;
 inline constexpr std::uint32_t kLookBehindShift = 8;
+inline constexpr std::uint32_t kLookBehindMask = 0x7;
 inline constexpr std::uint32_t kLookBehindDone = 1u << 12;
 inline constexpr std::uint32_t kLookHit = 1u << 16;
 
@@ -378,26 +379,23 @@ TANDEM_HD void find_segment_with(const Warp& w, const std::uint8_t* in, std::uin
         // Each chosen lane: its literals start where the match before it
         // ends, and it extends backwards no further than that.
         const Lanes<std::uint32_t> from = lower_lane_value(w, chosen, ends, anchor);
-        Lanes<std::uint32_t> back = w.map([&](int l) -> std::uint32_t {
+        const Lanes<std::uint32_t> most = w.map([&](int l) -> std::uint32_t {
           const std::uint32_t q = tile + static_cast<std::uint32_t>(l);
-          const std::uint32_t most = q - from[l] < cand[l] ? q - from[l] : cand[l];
-          const std::uint32_t b = (look[l] >> kLookBehindShift) & kLookAheadMask;
-          return b >= most ? most : b;
+          return q - from[l] < cand[l] ? q - from[l] : cand[l];
+        });
+        Lanes<std::uint32_t> back = w.map([&](int l) -> std::uint32_t {
+          const std::uint32_t b = (look[l] >> kLookBehindShift) & kLookBehindMask;
+          return b >= most[l] ? most[l] : b;
         });
         std::uint32_t further = w.ballot(w.map([&](int l) {
-          if (!((chosen >> l) & 1u) || (look[l] & kLookBehindDone)) return false;
-          const std::uint32_t q = tile + static_cast<std::uint32_t>(l);
-          const std::uint32_t most = q - from[l] < cand[l] ? q - from[l] : cand[l];
-          return back[l] < most;
+          return ((chosen >> l) & 1u) && !(look[l] & kLookBehindDone) && back[l] < most[l];
         }));
         while (further) {
           const int f = simt::first_set(further);
           const std::uint32_t q = tile + static_cast<std::uint32_t>(f);
           const std::uint32_t c = w.shfl(cand, f);
-          const std::uint32_t lo = w.shfl(from, f);
           const std::uint32_t b = w.shfl(back, f);
-          const std::uint32_t most = q - lo < c ? q - lo : c;
-          const std::uint32_t more = extend_backward(w, in, q - b, c - b, most - b);
+          const std::uint32_t more = extend_backward(w, in, q - b, c - b, w.shfl(most, f) - b);
           w.each([&](int l) {
             if (l == f) back[l] = b + more;
           });

@@ -248,26 +248,29 @@ Status launch_status() {
   return {StatusCode::device_error, cudaGetErrorString(e)};
 }
 
-// Thread blocks of the find kernel the current device holds at once (0 when
-// it cannot tell); asked once per device.
-template <int HashLog>
-std::size_t find_fit(int device, int threads, std::size_t shared_bytes) {
+// Thread blocks of Kernel (Threads threads, Shared bytes of dynamic shared
+// memory each) the current device holds at once: thread blocks a
+// multiprocessor times multiprocessors, asked once per device; 0 when the
+// device cannot tell.
+template <auto Kernel, int Threads, std::size_t Shared>
+std::size_t resident_blocks() {
   constexpr int kDevices = 64;
   static std::mutex mutex;
   static std::size_t fits[kDevices];
-  static bool known[kDevices];
-  if (device < 0 || device >= kDevices) return 0;
+  int device = 0;
+  if (cudaGetDevice(&device) != cudaSuccess || device < 0 || device >= kDevices) {
+    (void)cudaGetLastError();
+    return 0;
+  }
   const std::lock_guard<std::mutex> lock(mutex);
-  if (!known[device]) {
+  if (fits[device] == 0) {
     int sms = 0, per_sm = 0;
     if (cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess ||
-        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, lz4_find_kernel<HashLog>, threads, shared_bytes) !=
-            cudaSuccess) {
+        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, Kernel, Threads, Shared) != cudaSuccess) {
       (void)cudaGetLastError();
       return 0;
     }
     fits[device] = static_cast<std::size_t>(sms) * static_cast<std::size_t>(per_sm);
-    known[device] = true;
   }
   return fits[device];
 }
@@ -288,9 +291,7 @@ Status launch_find(const void* const* d_in_ptrs, const std::size_t* d_in_sizes, 
   if (attribute != cudaSuccess) return {StatusCode::device_error, cudaGetErrorString(attribute)};
   const std::size_t segments = num_items * segments_per_item;
   std::size_t blocks = (segments + kWarps - 1) / kWarps;
-  int device = 0;
-  if (cudaGetDevice(&device) != cudaSuccess) (void)cudaGetLastError();
-  const std::size_t fit = find_fit<HashLog>(device, kWarps * 32, kSharedBytes);
+  const std::size_t fit = resident_blocks<lz4_find_kernel<HashLog>, kWarps * 32, kSharedBytes>();
   if (fit > 0 && blocks > fit) blocks = fit;
   const cudaError_t zero = cudaMemsetAsync(next, 0, sizeof *next, static_cast<cudaStream_t>(stream));
   if (zero != cudaSuccess) return {StatusCode::device_error, cudaGetErrorString(zero)};
@@ -309,29 +310,11 @@ struct WideFit {
 };
 
 WideFit wide_fit() {
-  constexpr int kDevices = 64;
-  static std::mutex mutex;
-  static WideFit fits[kDevices];
-  int device = 0;
-  if (cudaGetDevice(&device) != cudaSuccess || device < 0 || device >= kDevices) {
-    (void)cudaGetLastError();
-    return {};
-  }
-  const std::lock_guard<std::mutex> lock(mutex);
-  WideFit& fit = fits[device];
-  if (!fit.known) {
-    int sms = 0, roomy = 0, own = 0;
-    constexpr int kThreads = lz4k::kWideWarps * 32;
-    if (cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess ||
-        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&roomy, lz4_decode_wide_kernel_bounded<kWideRoomy>, kThreads,
-                                                      0) != cudaSuccess ||
-        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&own, lz4_decode_wide_kernel, kThreads, 0) != cudaSuccess) {
-      (void)cudaGetLastError();
-      return {};
-    }
-    fit = {static_cast<std::size_t>(sms) * static_cast<std::size_t>(roomy),
-           static_cast<std::size_t>(sms) * static_cast<std::size_t>(own), true};
-  }
+  constexpr int kThreads = lz4k::kWideWarps * 32;
+  WideFit fit;
+  fit.roomy = resident_blocks<lz4_decode_wide_kernel_bounded<kWideRoomy>, kThreads, 0>();
+  fit.own = resident_blocks<lz4_decode_wide_kernel, kThreads, 0>();
+  fit.known = fit.roomy > 0 && fit.own > 0;
   return fit;
 }
 
