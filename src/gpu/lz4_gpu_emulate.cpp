@@ -44,6 +44,9 @@ ItemStatus lz4_decode_block_emulated(const std::uint8_t* in, std::size_t in_size
   } else if (shape == DecodeShape::staged) {
     alignas(16) std::uint8_t stage[lz4k::kLaneStageBytes<lz4k::kStageBytes>];  // as the device's is
     status = lz4k::decode_block_lanes_staged<lz4k::kStageBytes>(simt::Warp{}, stage, in, n, out, cap, &size);
+  } else if (shape == DecodeShape::window) {
+    const auto shared = std::make_unique<lz4k::WindowShared<lz4k::kWindowWarps>>();
+    status = lz4k::decode_block_window(simt::Block<lz4k::kWindowWarps>{}, *shared, in, n, out, cap, &size);
   } else {
     const auto shared = std::make_unique<lz4k::WideShared<lz4k::kWideWarps>>();
     status = lz4k::decode_block_wide(simt::Block<lz4k::kWideWarps>{}, *shared, in, n, out, cap, &size);

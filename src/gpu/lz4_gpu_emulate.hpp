@@ -11,11 +11,14 @@
 namespace tandem::gpu {
 
 // The shapes of the GPU decoder: a thread block per LZ4 block (wide), a warp
-// per block (lanes, for batches of small blocks), or a warp per block with
-// the block's output staged in shared memory (staged, for blocks of up to
-// 4 KiB; larger ones decode in place). They give the same statuses and bytes.
-enum class DecodeShape { wide, lanes, staged };
-inline constexpr DecodeShape kDecodeShapes[] = {DecodeShape::wide, DecodeShape::lanes, DecodeShape::staged};
+// per block (lanes, for batches of small blocks), a warp per block with the
+// block's output staged in shared memory (staged, for blocks of up to 4 KiB;
+// larger ones decode in place), or a thread block per block whose parse
+// takes windows of input across several warps (window, for the largest
+// blocks). They give the same statuses and bytes.
+enum class DecodeShape { wide, lanes, staged, window };
+inline constexpr DecodeShape kDecodeShapes[] = {DecodeShape::wide, DecodeShape::lanes, DecodeShape::staged,
+                                                DecodeShape::window};
 
 // The order in which the emulation runs a warp's lanes: on the GPU they run
 // at once, so a kernel's result must not depend on it.

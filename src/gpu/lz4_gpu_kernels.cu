@@ -182,6 +182,26 @@ __global__ void __launch_bounds__(lz4k::kWideWarps * 32, MinBlocks)
                                    ItemStatus* statuses) {
   decode_wide_item(in_ptrs, in_sizes, num_items, out_ptrs, out_capacities, out_sizes, statuses);
 }
+// One thread block per item, the window decoder: for the largest items.
+__global__ void __launch_bounds__(lz4k::kWindowWarps * 32)
+    lz4_decode_window_kernel(const void* const* in_ptrs, const std::size_t* in_sizes, std::size_t num_items,
+                             void* const* out_ptrs, const std::size_t* out_capacities, std::size_t* out_sizes,
+                             ItemStatus* statuses) {
+  __shared__ lz4k::WindowShared<lz4k::kWindowWarps> shared;
+  const std::size_t item = blockIdx.x;
+  if (item >= num_items) return;
+  const bool first_thread = threadIdx.x == 0;
+  DecodeItem d;
+  if (!decode_item(item, in_ptrs, in_sizes, out_ptrs, out_capacities, &d)) {
+    if (first_thread) finish_item(item, 0, ItemStatus::invalid_item, out_sizes, statuses);
+    return;  // the whole block: every thread sees the same item
+  }
+  std::uint32_t size = 0;
+  const ItemStatus status =
+      lz4k::decode_block_window(simt::Block<lz4k::kWindowWarps>{}, shared, d.in, d.n, d.out, d.cap, &size);
+  if (first_thread) finish_item(item, size, status, out_sizes, statuses);
+}
+
 constexpr int kWideRoomy = 1;    // no cap: no spills
 constexpr int kWideDense = 12;
 
@@ -325,6 +345,13 @@ constexpr std::size_t kMaxBlocks = 0x7fffffff;
 // liblz4's blocks (H100, GB/s, lanes against wide): 16K 148.4 against
 // 105.8, 32K 90.5 against 93.9.
 constexpr std::size_t kDecodeLanesMax = 16 * 1024;
+// Batches whose blocks decode to more than this run the window decoder,
+// whose parse spreads over several warps: there are fewer blocks than the
+// GPU holds at once, and each block's own time is what counts. Measured on
+// silesia7 (H100, GB/s, wide against window): 64K 80.1 against 67.4, 128K
+// 49.9 against 54.5, 256K 28.1 against 38.0, 1M 7.2 against 11.5, 4M 1.83
+// against 3.11.
+constexpr std::size_t kDecodeWideMax = 64 * 1024;
 }  // namespace
 
 Status lz4_compress_async(const void* const* d_in_ptrs, const std::size_t* d_in_sizes, std::size_t max_item_size,
@@ -400,6 +427,9 @@ Status lz4_decompress_async(const void* const* d_in_ptrs, const std::size_t* d_i
     } else {
       launch(lz4_decode_lanes_kernel<0>, 0);
     }
+  } else if (max_output_size > kDecodeWideMax) {
+    lz4_decode_window_kernel<<<static_cast<unsigned>(num_items), lz4k::kWindowWarps * 32, 0, stream>>>(
+        d_in_ptrs, d_in_sizes, num_items, d_out_ptrs, d_out_capacities, d_out_sizes, d_statuses);
   } else {
     const auto launch = [&](auto kernel) {
       kernel<<<static_cast<unsigned>(num_items), lz4k::kWideWarps * 32, 0, stream>>>(

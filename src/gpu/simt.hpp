@@ -61,6 +61,40 @@ TANDEM_HD int popcount(std::uint32_t mask) {
 #endif
 }
 
+// The index of set bit k (0: the lowest) of mask, which has more than k set
+// bits: a binary search on the counts of halves.
+TANDEM_HD std::uint32_t nth_set(std::uint32_t mask, std::uint32_t k) {
+  std::uint32_t at = 0;
+  TANDEM_UNROLL
+  for (std::uint32_t width = 16; width > 0; width /= 2) {
+    const auto c = static_cast<std::uint32_t>(popcount(mask & ((1u << width) - 1)));
+    if (k >= c) {
+      k -= c;
+      mask >>= width;
+      at += width;
+    }
+  }
+  return at;
+}
+
+// Orders this thread's memory accesses before the fence ahead of those after
+// it, as the other threads of its thread block see them.
+TANDEM_HD void fence_block() {
+#if defined(__CUDA_ARCH__)
+  __threadfence_block();
+#endif
+}
+
+// A load the compiler may not keep in a register: another warp may write it.
+template <class T>
+TANDEM_HD T load_volatile(const T* p) {
+  return *static_cast<const volatile T*>(p);
+}
+template <class T>
+TANDEM_HD void store_volatile(T* p, T v) {
+  *static_cast<volatile T*>(p) = v;
+}
+
 // Asks for the cache line holding p to be brought into L1, without waiting.
 TANDEM_HD void prefetch_l1(const void* p) {
 #if defined(__CUDA_ARCH__)
@@ -152,6 +186,9 @@ struct Warp {
   __device__ __forceinline__ std::uint32_t max(const Lanes<std::uint32_t>& x) const {
     return __reduce_max_sync(kFullMask, x.v);
   }
+  __device__ __forceinline__ std::uint32_t bit_or(const Lanes<std::uint32_t>& x) const {
+    return __reduce_or_sync(kFullMask, x.v);
+  }
   __device__ __forceinline__ void sync() const { __syncwarp(); }
 };
 
@@ -232,6 +269,11 @@ struct Warp {
     for (int l = 1; l < kWarpSize; ++l) m = x.v[l] > m ? x.v[l] : m;
     return m;
   }
+  std::uint32_t bit_or(const Lanes<std::uint32_t>& x) const {
+    std::uint32_t m = 0;
+    for (int l = 0; l < kWarpSize; ++l) m |= x.v[l];
+    return m;
+  }
   void sync() const {}
 };
 
@@ -260,6 +302,40 @@ struct Block {
   template <class F>
   void warps(F f) const {
     for (int i = 0; i < W; ++i) f(Warp{}, i);
+  }
+  void sync() const {}
+#endif
+};
+
+// ------------------------------------------------------------- teams ----
+//
+// A team: N warps of a thread block, warps [first, first + N), that work on
+// one task in sub-steps separated by sync(), the team's own barrier (named
+// barrier `id`, 1 to 15), while the block's other warps go on with theirs.
+// On the device each warp runs the team's code for itself; on the host the
+// call of the team's first warp runs every member, sub-step by sub-step
+// (members(f) loops over them), and the other warps' calls do nothing
+// (runs() is false for them). Between sub-steps a member keeps its state in
+// memory the caller provides, not in variables.
+template <int N>
+struct Team {
+  static constexpr int kWarps = N;
+  int first;
+  int id;
+#if defined(__CUDA_ARCH__)
+  __device__ __forceinline__ bool runs(int) const { return true; }
+  template <class F>
+  __device__ __forceinline__ void members(int warp, F f) const {
+    f(Warp{}, warp - first);
+  }
+  __device__ __forceinline__ void sync() const {
+    asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(N * kWarpSize) : "memory");
+  }
+#else
+  bool runs(int warp) const { return warp == first; }
+  template <class F>
+  void members(int, F f) const {
+    for (int m = 0; m < N; ++m) f(Warp{}, m);
   }
   void sync() const {}
 #endif

@@ -116,9 +116,10 @@ struct CallOptions {
   bool null_statuses = false;
   std::size_t max_item_size = 0;  // compression; 0: the largest input
   // Decompression's max_output_size: up to 16 KiB gives the lane decoder (a
-  // warp per block; up to 8 KiB with its output staged in shared memory),
-  // larger the wide decoder (a thread block per block); 0: the largest
-  // capacity.
+  // warp per block; up to 8 KiB with its output staged in shared memory), up
+  // to 64 KiB the wide decoder (a thread block per block), larger the window
+  // decoder (a thread block per block, its parse across several warps); 0:
+  // the largest capacity.
   std::size_t max_output_size = 0;
   cudaStream_t stream = nullptr;
 };
@@ -209,27 +210,28 @@ std::vector<ItemOut> run_batch(Call call, const std::vector<Item>& items, const 
 
 // Decodes `items` in each of the decoder's launch shapes (max_output_size
 // picks it; any value decodes every item); they must agree item by item.
-// Returns the wide shape's results.
+// Returns the window shape's results.
 std::vector<ItemOut> run_decode(const std::vector<Item>& items, const CallOptions& o) {
-  CallOptions wide = o;
-  wide.max_output_size = SIZE_MAX;
-  std::vector<ItemOut> by_wide = run_batch(Call::decompress, items, wide);
-  // 16 KiB: the lane decoder in place; 8 and 4 KiB: with its output staged
-  // in shared memory (items with more room decode in place).
-  for (const std::size_t lanes_max : {std::size_t{16} << 10, std::size_t{8} << 10, std::size_t{4} << 10}) {
-    CallOptions lanes = o;
-    lanes.max_output_size = lanes_max;
-    const std::vector<ItemOut> by_lanes = run_batch(Call::decompress, items, lanes);
+  CallOptions window = o;
+  window.max_output_size = SIZE_MAX;
+  std::vector<ItemOut> by_window = run_batch(Call::decompress, items, window);
+  // 64 KiB: the wide decoder; 16 KiB: the lane decoder in place; 8 and 4
+  // KiB: with its output staged in shared memory (items with more room
+  // decode in place).
+  for (const std::size_t max : {std::size_t{64} << 10, std::size_t{16} << 10, std::size_t{8} << 10, std::size_t{4} << 10}) {
+    CallOptions other = o;
+    other.max_output_size = max;
+    const std::vector<ItemOut> by_other = run_batch(Call::decompress, items, other);
     for (std::size_t i = 0; i < items.size(); ++i) {
-      SCOPED_TRACE("item " + std::to_string(i) + ": the lane decoder (max_output_size " + std::to_string(lanes_max) +
-                   ") against the wide decoder");
-      EXPECT_EQ(by_lanes[i].status, by_wide[i].status);
-      EXPECT_EQ(by_lanes[i].size, by_wide[i].size);
-      EXPECT_TRUE(by_lanes[i].out == by_wide[i].out);
-      EXPECT_TRUE(by_lanes[i].guard_intact);
+      SCOPED_TRACE("item " + std::to_string(i) + ": max_output_size " + std::to_string(max) +
+                   " against the window decoder");
+      EXPECT_EQ(by_other[i].status, by_window[i].status);
+      EXPECT_EQ(by_other[i].size, by_window[i].size);
+      EXPECT_TRUE(by_other[i].out == by_window[i].out);
+      EXPECT_TRUE(by_other[i].guard_intact);
     }
   }
-  return by_wide;
+  return by_window;
 }
 
 // What the CPU emulation gives for one item (the device must give the same).
