@@ -614,9 +614,10 @@ TANDEM_HD void parse_wide_round(const Warp& w, const std::uint8_t* in, std::uint
   });
 }
 
-// Batch k of round r, lane i holding its sequence i.
-template <int W>
-TANDEM_HD LaneBatch wide_batch(const Warp& w, const WideRound<W>& r, std::uint32_t k) {
+// Batch k of round r (a WideRound or a WindowRound), lane i holding its
+// sequence i.
+template <class Round>
+TANDEM_HD LaneBatch round_batch(const Warp& w, const Round& r, std::uint32_t k) {
   const std::uint32_t first = k * simt::kWarpSize;
   const auto entry = [&](const std::uint32_t* field) {
     return w.map([&](int l) { return field[first + static_cast<std::uint32_t>(l)]; });
@@ -642,7 +643,7 @@ template <int W>
 TANDEM_HD void copy_wide_batch(const Warp& w, const std::uint8_t* in, std::uint32_t n, std::uint8_t* out,
                                const WideRound<W>& r, std::uint32_t k) {
   if (k >= r.batches) return;
-  const LaneBatch b = wide_batch(w, r, k);
+  const LaneBatch b = round_batch(w, r, k);
   copy_literals<false>(w, in, n, out, b);
   const LaneMatches m = lane_matches(w, b);
   copy_ready_matches<false>(w, out, m, complete_source(w, m, r.complete));
@@ -667,7 +668,7 @@ TANDEM_HD void order_wide_round(const Warp& w, std::uint8_t* out, const WideRoun
     });
   }
   for (std::uint32_t k = 0; k < r.batches; ++k) {
-    const LaneBatch b = wide_batch(w, r, k);
+    const LaneBatch b = round_batch(w, r, k);
     const LaneMatches m = lane_matches(w, b);
     const Lanes<bool> done = complete_source(w, m, r.complete);
     copy_match_waves<false>(w, out, m, w.map([&](int l) { return m.ml[l] != 0 && !done[l]; }));
@@ -1104,22 +1105,6 @@ TANDEM_HD void parse_window(const ParseTeam& team, int warp, const std::uint8_t*
   });
 }
 
-// Batch k of round r, lane i holding its sequence i.
-template <int W>
-TANDEM_HD LaneBatch window_batch(const Warp& w, const WindowRound<W>& r, std::uint32_t k) {
-  const std::uint32_t first = k * simt::kWarpSize;
-  const auto entry = [&](const std::uint32_t* field) {
-    return w.map([&](int l) { return field[first + static_cast<std::uint32_t>(l)]; });
-  };
-  LaneBatch b;
-  b.src = entry(r.src);
-  b.at = entry(r.at);
-  b.lit = entry(r.lit);
-  b.offset = entry(r.offset);
-  b.ml = entry(r.ml);
-  return b;
-}
-
 // The last sequence of r (of its first `count`) whose output starts at or
 // before x (0 when none does): a binary search.
 template <int W>
@@ -1185,7 +1170,7 @@ TANDEM_HD void copy_round(const CopyTeam& team, int warp, const std::uint8_t* in
   team.members(warp, [&](const Warp& w, int m) {
     const std::uint32_t count = r.batches * kW;
     for (std::uint32_t k = static_cast<std::uint32_t>(m); k < r.batches; k += kCopyWarps) {
-      const LaneBatch b = window_batch(w, r, k);
+      const LaneBatch b = round_batch(w, r, k);
       copy_literals<false>(w, in, n, out, b);
       const LaneMatches lm = lane_matches(w, b);
       const Lanes<bool> now = w.map([&](int l) { return lm.ml[l] != 0 && lm.need[l] <= r.start; });

@@ -116,7 +116,7 @@ __global__ void __launch_bounds__(kEmitWarps * 32, kEmitMinBlocks)
   if (seg == last) finish_item(item, size, status, out_sizes, statuses);
 }
 
-// An item of a decode launch, its checks done the same way for both shapes.
+// An item of a decode launch, its checks done the same way for every shape.
 struct DecodeItem {
   const std::uint8_t* in;
   std::uint8_t* out;
@@ -137,12 +137,14 @@ __device__ __forceinline__ bool decode_item(std::size_t item, const void* const*
   return n <= kMaxItemSize && (d->in || !n) && (d->out || !cap);
 }
 
-// One thread block per item: its warps decode the item together.
-__device__ __forceinline__ void decode_wide_item(const void* const* in_ptrs, const std::size_t* in_sizes,
-                                                 std::size_t num_items, void* const* out_ptrs,
-                                                 const std::size_t* out_capacities, std::size_t* out_sizes,
-                                                 ItemStatus* statuses) {
-  __shared__ lz4k::WideShared<lz4k::kWideWarps> shared;
+// One thread block per item: its warps decode the item together, with
+// decode(shared, item, &size), Shared in shared memory.
+template <class Shared, class Decode>
+__device__ __forceinline__ void decode_block_item(const void* const* in_ptrs, const std::size_t* in_sizes,
+                                                  std::size_t num_items, void* const* out_ptrs,
+                                                  const std::size_t* out_capacities, std::size_t* out_sizes,
+                                                  ItemStatus* statuses, Decode decode) {
+  __shared__ Shared shared;
   const std::size_t item = blockIdx.x;
   if (item >= num_items) return;
   const bool first_thread = threadIdx.x == 0;
@@ -152,9 +154,20 @@ __device__ __forceinline__ void decode_wide_item(const void* const* in_ptrs, con
     return;  // the whole block: every thread sees the same item
   }
   std::uint32_t size = 0;
-  const ItemStatus status =
-      lz4k::decode_block_wide(simt::Block<lz4k::kWideWarps>{}, shared, d.in, d.n, d.out, d.cap, &size);
+  const ItemStatus status = decode(shared, d, &size);
   if (first_thread) finish_item(item, size, status, out_sizes, statuses);
+}
+
+__device__ __forceinline__ void decode_wide_item(const void* const* in_ptrs, const std::size_t* in_sizes,
+                                                 std::size_t num_items, void* const* out_ptrs,
+                                                 const std::size_t* out_capacities, std::size_t* out_sizes,
+                                                 ItemStatus* statuses) {
+  using Shared = lz4k::WideShared<lz4k::kWideWarps>;
+  decode_block_item<Shared>(in_ptrs, in_sizes, num_items, out_ptrs, out_capacities, out_sizes, statuses,
+                            [](Shared& shared, const DecodeItem& d, std::uint32_t* size) {
+                              return lz4k::decode_block_wide(simt::Block<lz4k::kWideWarps>{}, shared, d.in, d.n,
+                                                             d.out, d.cap, size);
+                            });
 }
 
 // The wide decoder in three register budgets. A batch with fewer items than
@@ -187,19 +200,12 @@ __global__ void __launch_bounds__(lz4k::kWindowWarps * 32)
     lz4_decode_window_kernel(const void* const* in_ptrs, const std::size_t* in_sizes, std::size_t num_items,
                              void* const* out_ptrs, const std::size_t* out_capacities, std::size_t* out_sizes,
                              ItemStatus* statuses) {
-  __shared__ lz4k::WindowShared<lz4k::kWindowWarps> shared;
-  const std::size_t item = blockIdx.x;
-  if (item >= num_items) return;
-  const bool first_thread = threadIdx.x == 0;
-  DecodeItem d;
-  if (!decode_item(item, in_ptrs, in_sizes, out_ptrs, out_capacities, &d)) {
-    if (first_thread) finish_item(item, 0, ItemStatus::invalid_item, out_sizes, statuses);
-    return;  // the whole block: every thread sees the same item
-  }
-  std::uint32_t size = 0;
-  const ItemStatus status =
-      lz4k::decode_block_window(simt::Block<lz4k::kWindowWarps>{}, shared, d.in, d.n, d.out, d.cap, &size);
-  if (first_thread) finish_item(item, size, status, out_sizes, statuses);
+  using Shared = lz4k::WindowShared<lz4k::kWindowWarps>;
+  decode_block_item<Shared>(in_ptrs, in_sizes, num_items, out_ptrs, out_capacities, out_sizes, statuses,
+                            [](Shared& shared, const DecodeItem& d, std::uint32_t* size) {
+                              return lz4k::decode_block_window(simt::Block<lz4k::kWindowWarps>{}, shared, d.in, d.n,
+                                                               d.out, d.cap, size);
+                            });
 }
 
 constexpr int kWideRoomy = 1;    // no cap: no spills
