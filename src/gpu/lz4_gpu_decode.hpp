@@ -1,16 +1,20 @@
 // The LZ4 block decoders that the GPU runs, every length, offset and count
 // checked against the input and the output capacity: decode_block_lanes, one
-// warp per LZ4 block, for batches of small blocks, and decode_block_wide, a
-// thread block of kWideWarps warps per LZ4 block, for larger ones.
+// warp per LZ4 block, for batches of small blocks; decode_block_wide, a
+// thread block of kWideWarps warps per LZ4 block, for larger ones; and
+// decode_block_window, a thread block whose parse spreads over several
+// warps, for the largest.
 //
 // Parsing an LZ4 block is a chain: where a sequence starts depends on every
-// length before it. Copying mostly is not, so both decoders split the two.
-// Both work in batches of 32 sequences, lane i of a warp holding sequence i:
-// the chain is followed through a window of input bytes by shuffles, then
-// each lane reads and checks its own sequence (parse_batch). The lane decoder
-// then copies the batch itself (copy_sequences), into shared memory for
-// small blocks (decode_block_lanes_staged); the wide decoder's parsing warp
-// hands batches to copying warps through shared memory (see there).
+// length before it. Copying mostly is not, so the decoders split the two.
+// They work in batches of 32 sequences, lane i of a warp holding sequence i.
+// In the lane and wide decoders the chain is followed through a window of
+// input bytes by shuffles, then each lane reads and checks its own sequence
+// (parse_batch). The lane decoder then copies the batch itself
+// (copy_sequences), into shared memory for small blocks
+// (decode_block_lanes_staged); the wide decoder's parsing warp hands batches
+// to copying warps through shared memory (see there). The window decoder
+// follows the chain from many places at once (see there).
 //
 // Short literal runs and matches are copied by their own lane; long literal
 // runs and non-overlapping matches by the warp as aligned 4-byte words; a
@@ -356,78 +360,13 @@ struct LaneCursor {
   bool last = false;  // the block ended or failed
 };
 
-// A batch's sequences, lane i holding the one whose token is at
-// token_at[i] for i < count, read by `read` (quick_sequence or
-// lane_sequence: true when the lane read its sequence whole) and checked
-// against the output (see decode_block_lanes); `ended`: the chain ended
-// before sequence `count`, which is then read field by field too. Moves c
-// past the batch. Returns whether the batch was cut short.
-template <class Read>
-TANDEM_HD bool read_batch(const Warp& w, const std::uint8_t* in, std::uint32_t n, std::uint32_t cap,
-                          const Lanes<std::uint32_t>& token_at, std::uint32_t count, bool ended, Read read,
-                          LaneBatch* out, LaneCursor* c) {
-  constexpr auto kBatch = static_cast<std::uint32_t>(simt::kWarpSize);
-  const std::uint32_t op = c->op;
-  LaneBatch& b = *out;
-  b.src = w.map([](int) { return 0u; });
-  b.lit = b.src;
-  b.ml = b.src;
-  b.offset = b.src;
-  Lanes<std::uint32_t> end = b.src;
-  const Lanes<bool> whole = w.map([&](int l) {
-    if (static_cast<std::uint32_t>(l) >= count) return false;
-    QuickSequence q;
-    if (!read(in, n, token_at[l], &q)) return false;
-    b.src[l] = q.lit_src;
-    b.lit[l] = q.lit_len;
-    b.ml[l] = q.match_len;
-    b.offset[l] = in[q.offset_at] | (std::uint32_t{in[q.offset_at + 1]} << 8);
-    end[l] = q.end;
-    return true;
-  });
-  const auto output_at = [&] {
-    const Lanes<std::uint32_t> sizes = w.exclusive_sum(w.map([&](int l) { return b.lit[l] + b.ml[l]; }));
-    return w.map([&](int l) { return op + sizes[l]; });
-  };
-  b.at = output_at();
-  std::uint32_t ip = count > 0 ? w.shfl(end, static_cast<int>(count - 1)) : c->ip;
-  // parse_sequence's checks (none overflows: positions and lengths stay far
-  // below 2^32).
-  std::uint32_t stop = w.ballot(w.map([&](int l) {
-    return static_cast<std::uint32_t>(l) < count &&
-           (!whole[l] || b.offset[l] == 0 || b.offset[l] > b.at[l] + b.lit[l] || b.at[l] + b.lit[l] + b.ml[l] > cap);
-  }));
-  if (ended && count < kBatch) stop |= 1u << count;
-  if (stop != 0) {
-    const int f = simt::first_set(stop);
-    const std::uint32_t f_ip = static_cast<std::uint32_t>(f) < count ? w.shfl(token_at, f) : ip;
-    const CheckedSequence q = parse_sequence(w, in, n, cap, f_ip, w.shfl(b.at, f));
-    w.each([&](int l) {
-      if (l < f) return;
-      const bool keep = l == f && q.keep;
-      b.src[l] = keep ? q.lit_src : 0u;
-      b.lit[l] = keep ? q.lit_len : 0u;
-      b.ml[l] = keep ? q.match_len : 0u;
-      b.offset[l] = keep ? q.offset : 0u;
-    });
-    ip = q.ip;
-    c->status = q.status;
-    c->last = q.last || q.status != ItemStatus::ok;
-    b.at = output_at();  // lanes past f: where the batch now ends
-  }
-  c->ip = ip;
-  // Lanes without a sequence hold lengths 0 at the batch's end.
-  constexpr int kLast = simt::kWarpSize - 1;
-  c->op = w.shfl(b.at, kLast) + w.shfl(b.lit, kLast) + w.shfl(b.ml, kLast);
-  return stop != 0;
-}
-
 // The next batch of up to 32 sequences at c, read and checked (see
 // decode_block_lanes); moves c past it.
 TANDEM_HD LaneBatch parse_batch(const Warp& w, const std::uint8_t* in, std::uint32_t n, std::uint32_t cap,
                                 LaneCursor* c) {
   constexpr auto kBatch = static_cast<std::uint32_t>(simt::kWarpSize);
   std::uint32_t ip = c->ip;
+  const std::uint32_t op = c->op;
   // The chain: token_at[i] for sequences 0..count-1, and where it goes on.
   Lanes<std::uint32_t> token_at = w.map([](int) { return 0u; });
   std::uint32_t count = 0;
@@ -463,12 +402,56 @@ TANDEM_HD LaneBatch parse_batch(const Warp& w, const std::uint8_t* in, std::uint
     }
     ip = base + p;
   }
-  // Each lane its own sequence. The chain ended early only where it left
-  // the input: the sequence before is then not a quick one, or there is
-  // none (an empty block), and the batch is cut there.
+  // Each lane its own sequence.
   LaneBatch b;
+  b.src = w.map([](int) { return 0u; });
+  b.lit = b.src;
+  b.ml = b.src;
+  b.offset = b.src;
+  const Lanes<bool> quick = w.map([&](int l) {
+    if (static_cast<std::uint32_t>(l) >= count) return false;
+    QuickSequence q;
+    if (!quick_sequence(in, n, token_at[l], &q)) return false;
+    b.src[l] = q.lit_src;
+    b.lit[l] = q.lit_len;
+    b.ml[l] = q.match_len;
+    b.offset[l] = in[q.offset_at] | (std::uint32_t{in[q.offset_at + 1]} << 8);
+    return true;
+  });
+  const auto output_at = [&] {
+    const Lanes<std::uint32_t> sizes = w.exclusive_sum(w.map([&](int l) { return b.lit[l] + b.ml[l]; }));
+    return w.map([&](int l) { return op + sizes[l]; });
+  };
+  b.at = output_at();
+  // parse_sequence's checks (none overflows: positions and lengths stay far
+  // below 2^32). Lane `count`, when the chain ended early, holds no
+  // sequence: the one there is read field by field.
+  std::uint32_t stop = w.ballot(w.map([&](int l) {
+    return static_cast<std::uint32_t>(l) < count &&
+           (!quick[l] || b.offset[l] == 0 || b.offset[l] > b.at[l] + b.lit[l] || b.at[l] + b.lit[l] + b.ml[l] > cap);
+  }));
+  if (count < kBatch) stop |= 1u << count;
+  if (stop != 0) {
+    const int f = simt::first_set(stop);
+    const std::uint32_t f_ip = static_cast<std::uint32_t>(f) < count ? w.shfl(token_at, f) : ip;
+    const CheckedSequence q = parse_sequence(w, in, n, cap, f_ip, w.shfl(b.at, f));
+    w.each([&](int l) {
+      if (l < f) return;
+      const bool keep = l == f && q.keep;
+      b.src[l] = keep ? q.lit_src : 0u;
+      b.lit[l] = keep ? q.lit_len : 0u;
+      b.ml[l] = keep ? q.match_len : 0u;
+      b.offset[l] = keep ? q.offset : 0u;
+    });
+    ip = q.ip;
+    c->status = q.status;
+    c->last = q.last || q.status != ItemStatus::ok;
+    b.at = output_at();  // lanes past f: where the batch now ends
+  }
   c->ip = ip;
-  read_batch(w, in, n, cap, token_at, count, true, quick_sequence, &b, c);
+  // Lanes without a sequence hold lengths 0 at the batch's end.
+  constexpr int kLast = simt::kWarpSize - 1;
+  c->op = w.shfl(b.at, kLast) + w.shfl(b.lit, kLast) + w.shfl(b.ml, kLast);
   return b;
 }
 
@@ -1030,7 +1013,7 @@ TANDEM_HD void parse_window(const ParseTeam& team, int warp, const std::uint8_t*
   });
   team.sync();
   // Each batch placed (a prefix sum over the batches, then over its lanes)
-  // and checked as read_batch does.
+  // and checked as parse_batch does.
   team.members(warp, [&](const Warp& w, int m) {
     const Lanes<std::uint32_t> sizes_before = w.exclusive_sum(
         w.map([&](int l) { return static_cast<std::uint32_t>(l) < batches ? p.batch_size[l] : 0u; }));

@@ -61,22 +61,6 @@ TANDEM_HD int popcount(std::uint32_t mask) {
 #endif
 }
 
-// The index of set bit k (0: the lowest) of mask, which has more than k set
-// bits: a binary search on the counts of halves.
-TANDEM_HD std::uint32_t nth_set(std::uint32_t mask, std::uint32_t k) {
-  std::uint32_t at = 0;
-  TANDEM_UNROLL
-  for (std::uint32_t width = 16; width > 0; width /= 2) {
-    const auto c = static_cast<std::uint32_t>(popcount(mask & ((1u << width) - 1)));
-    if (k >= c) {
-      k -= c;
-      mask >>= width;
-      at += width;
-    }
-  }
-  return at;
-}
-
 // Orders this thread's memory accesses before the fence ahead of those after
 // it, as the other threads of its thread block see them.
 TANDEM_HD void fence_block() {
