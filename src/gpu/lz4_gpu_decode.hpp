@@ -239,16 +239,23 @@ TANDEM_HD Lanes<std::uint32_t> forwarded_offsets(const Warp& w, const LaneBatch&
   return offset;
 }
 
-TANDEM_HD LaneMatches lane_matches(const Warp& w, const LaneBatch& b) {
+// A batch's matches copied from `offset` back: b.offset, or offsets
+// forwarded from it (forwarding never touches a match that overlaps itself,
+// so either tells which do).
+TANDEM_HD LaneMatches matches_from(const Warp& w, const LaneBatch& b, const Lanes<std::uint32_t>& offset) {
   constexpr std::uint32_t step = kLaneStep;
   LaneMatches m;
   m.dst = w.map([&](int l) { return b.at[l] + b.lit[l]; });
-  m.offset = forwarded_offsets(w, b, m.dst);
+  m.offset = offset;
   m.ml = b.ml;
   // A match that overlaps itself reads bytes up to its own start.
   m.need = w.map([&](int l) { return b.offset[l] < b.ml[l] ? m.dst[l] : m.dst[l] - m.offset[l] + b.ml[l]; });
   m.by_lane = w.map([&](int l) { return b.offset[l] >= b.ml[l] && b.ml[l] <= step; });
   return m;
+}
+
+TANDEM_HD LaneMatches lane_matches(const Warp& w, const LaneBatch& b) {
+  return matches_from(w, b, forwarded_offsets(w, b, w.map([&](int l) { return b.at[l] + b.lit[l]; })));
 }
 
 // Copies the matches of the lanes in `ready` at once: a match of up to
@@ -841,7 +848,7 @@ struct WindowParse {
 // The copying team's memory.
 inline constexpr std::uint16_t kPending = 0xffff;
 struct WindowCopy {
-  std::uint16_t done[kRoundSequences];  // the wave that copied the match (0: before the waves); kPending
+  std::uint16_t done[kRoundSequences];  // kPending while the match waits to be copied
   std::uint16_t dep_lo[kRoundSequences];  // the sequences whose output its source reads
   std::uint16_t dep_hi[kRoundSequences];
   std::uint32_t next[kCopyWarps];  // each member's first batch with a match not copied
@@ -1048,7 +1055,6 @@ TANDEM_HD void parse_window(const ParseTeam& team, int warp, const std::uint8_t*
                                                   [&](int l) { return static_cast<std::uint32_t>(l) < batches && p.batch_stop[l] != kW; }))));
     std::uint32_t kept = batches;
     if (t < batches || total == 0) {
-      // total 0: an empty block, whose token is missing.
       const std::uint32_t f = total == 0 ? 0u : p.batch_stop[t];
       const std::uint32_t base = kW * t;
       const std::uint32_t op = c.op + w.shfl(sizes_before, static_cast<int>(t));
@@ -1101,8 +1107,8 @@ TANDEM_HD std::uint32_t sequence_at(const WindowRound<W>& r, std::uint32_t count
 
 // One step of member m of the copying team through the matches that wait:
 // in its first batch with any, it copies those whose sources are written (no
-// sequence whose output they read is a match that waits). Returns whether
-// any wait still.
+// sequence whose output they read is a match that waits). Returns false
+// once none of its matches waits.
 template <int W>
 TANDEM_HD bool copy_pending_step(const Warp& w, int m, std::uint8_t* out, const WindowRound<W>& r, WindowCopy& cp) {
   constexpr auto kW = static_cast<std::uint32_t>(simt::kWarpSize);
@@ -1123,12 +1129,9 @@ TANDEM_HD bool copy_pending_step(const Warp& w, int m, std::uint8_t* out, const 
   });
   if (w.ballot(ready) != 0) {
     simt::fence_block();  // the sources' bytes after their flags
-    LaneMatches lm;
-    lm.dst = w.map([&](int l) { return r.at[kW * k + l] + r.lit[kW * k + l]; });
-    lm.offset = w.map([&](int l) { return r.offset[kW * k + l]; });
-    lm.ml = w.map([&](int l) { return r.ml[kW * k + l]; });
-    lm.need = w.map([&](int l) { return lm.offset[l] < lm.ml[l] ? lm.dst[l] : lm.dst[l] - lm.offset[l] + lm.ml[l]; });
-    lm.by_lane = w.map([&](int l) { return lm.offset[l] >= lm.ml[l] && lm.ml[l] <= kLaneStep; });
+    // r.offset holds the offsets copy_round forwarded.
+    const LaneBatch b = round_batch(w, r, k);
+    const LaneMatches lm = matches_from(w, b, b.offset);
     copy_ready_matches<false>(w, out, lm, ready);
     simt::fence_block();  // the bytes before the flags
     w.each([&](int l) {
