@@ -6,6 +6,7 @@
 
 #include "gpu/lz4_gpu_decode.hpp"
 #include "gpu/lz4_gpu_encode.hpp"
+#include "gpu/lz4_gpu_gather.hpp"
 
 namespace tandem::gpu {
 
@@ -44,6 +45,9 @@ ItemStatus lz4_decode_block_emulated(const std::uint8_t* in, std::size_t in_size
   } else if (shape == DecodeShape::staged) {
     alignas(16) std::uint8_t stage[lz4k::kLaneStageBytes<lz4k::kStageBytes>];  // as the device's is
     status = lz4k::decode_block_lanes_staged<lz4k::kStageBytes>(simt::Warp{}, stage, in, n, out, cap, &size);
+  } else if (shape == DecodeShape::gather) {
+    const auto shared = std::make_unique<lz4k::GatherShared>();
+    status = lz4k::decode_block_gather(simt::Block<lz4k::kGatherWarps>{}, *shared, in, n, out, cap, &size);
   } else if (shape == DecodeShape::window) {
     const auto shared = std::make_unique<lz4k::WindowShared<lz4k::kWindowWarps>>();
     status = lz4k::decode_block_window(simt::Block<lz4k::kWindowWarps>{}, *shared, in, n, out, cap, &size);

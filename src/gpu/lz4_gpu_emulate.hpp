@@ -15,10 +15,12 @@ namespace tandem::gpu {
 // block's output staged in shared memory (staged, for blocks of up to 4 KiB;
 // larger ones decode in place), or a thread block per block whose parse
 // takes windows of input across several warps (window, for the largest
-// blocks). They give the same statuses and bytes.
-enum class DecodeShape { wide, lanes, staged, window };
+// blocks), or a thread block per block whose threads parse and gather the
+// whole block at once (gather, for blocks of up to 64 KiB). They give the
+// same statuses and bytes.
+enum class DecodeShape { wide, lanes, staged, window, gather };
 inline constexpr DecodeShape kDecodeShapes[] = {DecodeShape::wide, DecodeShape::lanes, DecodeShape::staged,
-                                                DecodeShape::window};
+                                                DecodeShape::window, DecodeShape::gather};
 
 // The order in which the emulation runs a warp's lanes: on the GPU they run
 // at once, so a kernel's result must not depend on it.

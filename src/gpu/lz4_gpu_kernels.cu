@@ -6,6 +6,7 @@
 
 #include "gpu/lz4_gpu_decode.hpp"
 #include "gpu/lz4_gpu_encode.hpp"
+#include "gpu/lz4_gpu_gather.hpp"
 #include "tandem/tandem_gpu.hpp"
 
 namespace tandem::gpu {
@@ -137,14 +138,21 @@ __device__ __forceinline__ bool decode_item(std::size_t item, const void* const*
   return n <= kMaxItemSize && (d->in || !n) && (d->out || !cap);
 }
 
-// One thread block per item: its warps decode the item together, with
-// decode(shared, item, &size), Shared in shared memory.
-template <class Shared, class Decode>
-__device__ __forceinline__ void decode_block_item(const void* const* in_ptrs, const std::size_t* in_sizes,
-                                                  std::size_t num_items, void* const* out_ptrs,
-                                                  const std::size_t* out_capacities, std::size_t* out_sizes,
-                                                  ItemStatus* statuses, Decode decode) {
+// A thread block's Shared in (static) shared memory; its members start
+// uninitialized, whatever their initializers say.
+template <class Shared>
+__device__ __forceinline__ Shared& static_shared() {
   __shared__ Shared shared;
+  return shared;
+}
+
+// One thread block per item: its warps decode the item together, with
+// decode(shared, item, &size), `shared` in shared memory.
+template <class Shared, class Decode>
+__device__ __forceinline__ void decode_block_item(Shared& shared, const void* const* in_ptrs,
+                                                  const std::size_t* in_sizes, std::size_t num_items,
+                                                  void* const* out_ptrs, const std::size_t* out_capacities,
+                                                  std::size_t* out_sizes, ItemStatus* statuses, Decode decode) {
   const std::size_t item = blockIdx.x;
   if (item >= num_items) return;
   const bool first_thread = threadIdx.x == 0;
@@ -163,7 +171,7 @@ __device__ __forceinline__ void decode_wide_item(const void* const* in_ptrs, con
                                                  const std::size_t* out_capacities, std::size_t* out_sizes,
                                                  ItemStatus* statuses) {
   using Shared = lz4k::WideShared<lz4k::kWideWarps>;
-  decode_block_item<Shared>(in_ptrs, in_sizes, num_items, out_ptrs, out_capacities, out_sizes, statuses,
+  decode_block_item(static_shared<Shared>(), in_ptrs, in_sizes, num_items, out_ptrs, out_capacities, out_sizes, statuses,
                             [](Shared& shared, const DecodeItem& d, std::uint32_t* size) {
                               return lz4k::decode_block_wide(simt::Block<lz4k::kWideWarps>{}, shared, d.in, d.n,
                                                              d.out, d.cap, size);
@@ -201,11 +209,27 @@ __global__ void __launch_bounds__(lz4k::kWindowWarps * 32)
                              void* const* out_ptrs, const std::size_t* out_capacities, std::size_t* out_sizes,
                              ItemStatus* statuses) {
   using Shared = lz4k::WindowShared<lz4k::kWindowWarps>;
-  decode_block_item<Shared>(in_ptrs, in_sizes, num_items, out_ptrs, out_capacities, out_sizes, statuses,
+  decode_block_item(static_shared<Shared>(), in_ptrs, in_sizes, num_items, out_ptrs, out_capacities, out_sizes, statuses,
                             [](Shared& shared, const DecodeItem& d, std::uint32_t* size) {
                               return lz4k::decode_block_window(simt::Block<lz4k::kWindowWarps>{}, shared, d.in, d.n,
                                                                d.out, d.cap, size);
                             });
+}
+
+ // One thread block of 1024 threads per item, the gather decoder: for items
+// of up to 64 KiB, its shared memory (dynamic: more than 48 KiB) one
+// thread block a multiprocessor.
+__global__ void __launch_bounds__(lz4k::kGatherThreads, 1)
+    lz4_decode_gather_kernel(const void* const* in_ptrs, const std::size_t* in_sizes, std::size_t num_items,
+                             void* const* out_ptrs, const std::size_t* out_capacities, std::size_t* out_sizes,
+                             ItemStatus* statuses) {
+  extern __shared__ uint4 gather_shared[];
+  decode_block_item(*reinterpret_cast<lz4k::GatherShared*>(gather_shared), in_ptrs, in_sizes, num_items, out_ptrs,
+                    out_capacities, out_sizes, statuses,
+                    [](lz4k::GatherShared& shared, const DecodeItem& d, std::uint32_t* size) {
+                      return lz4k::decode_block_gather(simt::Block<lz4k::kGatherWarps>{}, shared, d.in, d.n, d.out,
+                                                       d.cap, size);
+                    });
 }
 
 constexpr int kWideRoomy = 1;    // no cap: no spills
@@ -358,6 +382,11 @@ constexpr std::size_t kDecodeLanesMax = 16 * 1024;
 // 49.9 against 54.5, 256K 28.1 against 38.0, 1M 7.2 against 11.5, 4M 1.83
 // against 3.11.
 constexpr std::size_t kDecodeWideMax = 64 * 1024;
+#ifndef TANDEM_GATHER_MIN
+#define TANDEM_GATHER_MIN (32 * 1024)
+#endif
+constexpr std::size_t kDecodeGatherMin = TANDEM_GATHER_MIN;
+constexpr std::size_t kDecodeGatherMax = lz4k::kGatherMaxOut;
 }  // namespace
 
 Status lz4_compress_async(const void* const* d_in_ptrs, const std::size_t* d_in_sizes, std::size_t max_item_size,
@@ -433,6 +462,17 @@ Status lz4_decompress_async(const void* const* d_in_ptrs, const std::size_t* d_i
     } else {
       launch(lz4_decode_lanes_kernel<0>, 0);
     }
+  } else if (max_output_size > kDecodeGatherMin && max_output_size <= kDecodeGatherMax) {
+    static std::once_flag once;
+    static cudaError_t attribute = cudaSuccess;
+    std::call_once(once, [] {
+      attribute = cudaFuncSetAttribute(lz4_decode_gather_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                       static_cast<int>(sizeof(lz4k::GatherShared)));
+    });
+    if (attribute != cudaSuccess) return {StatusCode::device_error, cudaGetErrorString(attribute)};
+    lz4_decode_gather_kernel<<<static_cast<unsigned>(num_items), lz4k::kGatherThreads, sizeof(lz4k::GatherShared),
+                               stream>>>(d_in_ptrs, d_in_sizes, num_items, d_out_ptrs, d_out_capacities, d_out_sizes,
+                                         d_statuses);
   } else if (max_output_size > kDecodeWideMax) {
     lz4_decode_window_kernel<<<static_cast<unsigned>(num_items), lz4k::kWindowWarps * 32, 0, stream>>>(
         d_in_ptrs, d_in_sizes, num_items, d_out_ptrs, d_out_capacities, d_out_sizes, d_statuses);

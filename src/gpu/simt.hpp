@@ -69,6 +69,28 @@ TANDEM_HD void fence_block() {
 #endif
 }
 
+// Adds v to *p (shared memory) atomically among the threads of the block;
+// returns the value before.
+TANDEM_HD std::uint32_t atomic_add_block(std::uint32_t* p, std::uint32_t v) {
+#if defined(__CUDA_ARCH__)
+  return atomicAdd_block(p, v);
+#else
+  const std::uint32_t before = *p;
+  *p = before + v;
+  return before;
+#endif
+}
+
+// Sets the bits of v in *p (shared memory) atomically among the threads of
+// the block.
+TANDEM_HD void atomic_or_block(std::uint32_t* p, std::uint32_t v) {
+#if defined(__CUDA_ARCH__)
+  atomicOr_block(p, v);
+#else
+  *p |= v;
+#endif
+}
+
 // A load the compiler may not keep in a register: another warp may write it.
 template <class T>
 TANDEM_HD T load_volatile(const T* p) {

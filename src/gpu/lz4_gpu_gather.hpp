@@ -1,0 +1,580 @@
+// decode_block_gather: an LZ4 block of up to 64 KiB decoded by a thread block
+// of 1024 threads, none of which follows the block's whole chain of tokens.
+//
+// The other decoders follow the chain sequence by sequence on one warp, and
+// a block takes as long as that chain: its blocks with the most sequences
+// set the time of a batch that the GPU holds at once. Here every step works
+// on the whole block at once, its threads separated by barriers:
+//
+//  1. Segments. The input is cut into segments of kGatherSegment bytes, one
+//     a thread. Each thread follows the chain that would start at its
+//     segment's first byte to the end of the segment, marking where tokens
+//     would be (a bit a byte).
+//  2. Joins. Each thread follows its chain on, past its segment, until it
+//     lands on a mark of the segment it is in: from there its chain and that
+//     segment's are one. Chains that start at different bytes meet soon (on
+//     silesia, most within the next segment).
+//  3. The path. The block's chain is segment 0's; it joins segment k's, which
+//     joins another's, and so on: the segments whose chains it takes are
+//     found by pointer jumping, 32 segments a warp, then a walk over the 32
+//     windows.
+//  4. Entries. Each segment on the path follows its chain to the join again,
+//     noting for each segment it passes the first token there: where the
+//     block's chain enters that segment.
+//  5. Sizes. Each thread follows the block's chain through its segment from
+//     that entry and sums the output of the sequences that start there; a
+//     prefix sum over the block gives each segment's output position.
+//  6. Sources. Each thread follows its sequences again, checking each, and
+//     writes, for every output byte, where it comes from: itself for a
+//     literal (whose byte it writes to shared memory), an earlier output
+//     byte for a match (a match that overlaps itself repeats its first
+//     period). Long sequences go to a queue that the whole block works
+//     through.
+//  7. Gather. Each output byte follows its sources back to a literal (by
+//     pointer jumping: a byte's source is replaced by where the chase got to,
+//     so later chases through it are shorter) and takes its value.
+//  8. The output goes from shared memory to global memory in 16-byte words.
+//
+// A source is always an earlier byte of the same value, so it does not
+// matter in which order the chases of step 7 see each other's replacements.
+// A block that any step cannot vouch for (a bad sequence on the path, a
+// chain that does not join within kGatherReach sequences, more input or
+// output than the shared memory holds) is decoded by decode_block_lanes on
+// the first warp: the same statuses, sizes and bytes as the other decoders,
+// whatever the input.
+#pragma once
+
+#include <cstdint>
+
+#include "gpu/lz4_gpu_decode.hpp"
+
+#ifndef TANDEM_GATHER_TRACE
+#define TANDEM_GATHER_TRACE(what, value)
+#endif
+#ifndef TANDEM_GATHER_MARK
+#define TANDEM_GATHER_MARK(k)
+#define TANDEM_GATHER_BEGIN
+#define TANDEM_GATHER_END
+#endif
+
+namespace tandem::gpu::lz4k {
+
+inline constexpr int kGatherWarps = 32;
+inline constexpr std::uint32_t kGatherThreads = kGatherWarps * simt::kWarpSize;
+inline constexpr std::uint32_t kGatherSegment = 64;  // input bytes a segment: a bit each in a 64-bit mask
+inline constexpr std::uint32_t kGatherMaxIn = kGatherThreads * kGatherSegment;
+inline constexpr std::uint32_t kGatherMaxOut = 64 * 1024;  // sources are 16-bit
+// Sequences a chain follows past its segment before step 2 gives up on it.
+inline constexpr std::uint32_t kGatherReach = 256;
+// Sources a chase of step 7 follows in one pass.
+inline constexpr std::uint32_t kGatherHops = 1024;
+
+// Where a chain stops other than at a token position (positions are below
+// kGatherMaxIn, segment numbers below kGatherThreads).
+inline constexpr std::uint32_t kChainLast = 0x80000000u;     // at the block's last sequence
+inline constexpr std::uint32_t kChainBad = 0x80000001u;      // at a sequence that cannot be read
+inline constexpr std::uint32_t kChainTooLong = 0x80000002u;  // not joined within kGatherReach
+// No token in a segment. (A token at input byte 65535 can only be the
+// block's last, an empty literal run; its segment writes nothing either way.)
+inline constexpr std::uint32_t kNoEntry = 0xffff;
+// Entries that step 2 notes for step 4, a chain; one that passes more
+// segments before it joins is followed again in step 4.
+inline constexpr std::uint32_t kGatherNoted = 6;
+
+// A sequence as the chains read it: its lengths, its offset, and where the
+// next token is. Checks what the input alone can tell; the offset against the
+// output position is checked in step 6.
+struct GatherSequence {
+  std::uint32_t lit_src = 0;
+  std::uint32_t lit = 0;
+  std::uint32_t offset = 0;
+  std::uint32_t ml = 0;
+  std::uint32_t next = 0;  // the next token, or kChainLast / kChainBad
+};
+
+// Adds an LZ4 length extension at in[*q] to *len; false when the input ends
+// first or the length passes `limit`.
+TANDEM_HD bool gather_length(const std::uint8_t* in, std::uint32_t n, std::uint32_t* q, std::uint32_t* len,
+                             std::uint32_t limit) {
+  for (;;) {
+    if (*q >= n) return false;
+    const std::uint32_t b = in[(*q)++];
+    *len += b;
+    if (b != 255) return *len <= limit;
+    if (*len > limit) return false;
+  }
+}
+
+// The sequence at in[p], p < n. `in` is the block's copy in shared memory,
+// readable for 12 bytes past any position before n.
+TANDEM_HD GatherSequence gather_sequence(const std::uint8_t* in, std::uint32_t n, std::uint32_t p) {
+  GatherSequence s;
+  // Most sequences: no length extensions, up to 4 literals, so that the
+  // token and the offset lie in the 8 bytes from p; the next token inside
+  // the input.
+  const std::uintptr_t at = reinterpret_cast<std::uintptr_t>(in + p);
+  const std::uint32_t shift = static_cast<std::uint32_t>(at & 3);
+  const std::uint8_t* words = reinterpret_cast<const std::uint8_t*>(at - shift);
+  const std::uint32_t w1 = simt::load_aligned_u32(words + 4);
+  const std::uint32_t lo = simt::funnel(simt::load_aligned_u32(words), w1, shift);
+  const std::uint32_t hi = simt::funnel(w1, simt::load_aligned_u32(words + 8), shift);
+  const std::uint32_t token = lo & 0xff;
+  std::uint32_t lit = token >> 4;
+  if (lit <= 4 && (token & 15) != 15 && p + 3 + lit < n) {
+    const std::uint64_t v = (static_cast<std::uint64_t>(hi) << 32) | lo;
+    s.lit_src = p + 1;
+    s.lit = lit;
+    s.offset = static_cast<std::uint32_t>(v >> (8 * (lit + 1))) & 0xffff;
+    s.ml = (token & 15) + kMinMatch;
+    s.next = p + 3 + lit;
+    return s;
+  }
+  // The others, field by field.
+  s.next = kChainBad;
+  std::uint32_t q = p + 1;
+  if (lit == 15 && !gather_length(in, n, &q, &lit, n)) return s;
+  if (lit > n - q) return s;
+  s.lit_src = q;
+  s.lit = lit;
+  q += lit;
+  if (q == n) {
+    s.next = kChainLast;
+    return s;
+  }
+  if (n - q < 2) return s;
+  s.offset = in[q] | (std::uint32_t{in[q + 1]} << 8);
+  q += 2;
+  std::uint32_t ml = token & 15;
+  if (ml == 15 && !gather_length(in, n, &q, &ml, kGatherMaxOut)) return s;
+  ml += kMinMatch;
+  if (ml > kGatherMaxOut || q >= n) return s;  // q == n: a block must end with literals
+  s.ml = ml;
+  s.next = q;
+  return s;
+}
+
+inline constexpr std::uint32_t kGatherWords = kGatherMaxOut / 32;
+
+struct GatherShared {
+  // The block's input, from byte `phase` (its address modulo 16) on, and 16
+  // bytes for gather_sequence to read past it.
+  alignas(16) std::uint8_t input[kGatherMaxIn + 32];
+  union {
+    // Steps 6-7: each output byte's source: for a literal, its input position;
+    // for a match byte, an earlier output byte of the same value.
+    std::uint16_t source[kGatherMaxOut];
+    // Steps 1-4, per segment.
+    struct {
+      std::uint64_t marks[kGatherThreads];  // where its chain has tokens
+      std::uint32_t leave[kGatherThreads];  // where its chain leaves it, or a kChain stop
+      std::uint32_t join[kGatherThreads];   // the segment its chain joins, or a kChain stop
+      std::uint32_t reach[kGatherThreads];  // the path from it within its window of 32
+      std::uint32_t exit[kGatherThreads];   // where that path leaves the window
+      std::uint32_t path[kGatherWarps];     // the path's segments, a window each
+      std::uint32_t noted[kGatherNoted][kGatherThreads];  // the entries its join passes
+      std::uint32_t notes[kGatherThreads];                // how many
+    } chains;
+  };
+  std::uint32_t literal[kGatherWords];  // bit i: output byte i is a literal
+  std::uint32_t starts[kGatherWords];   // bit i: a run (literals or a match) starts at output byte i
+  std::uint16_t last_start[kGatherWords];  // the last start in words 0 to w
+  std::uint16_t entry[kGatherThreads];  // the block's first token in each segment, or kNoEntry
+  std::uint32_t at[kGatherThreads];     // each segment's output: its size, then its position
+  std::uint32_t warp_total[kGatherWarps];
+  std::uint32_t total;
+  std::uint32_t fail;
+  std::uint32_t more[3];  // step 7: a chase is left unfinished, by pass modulo 3
+};
+
+// Runs f(thread) for each of the block's threads.
+template <class F>
+TANDEM_HD void gather_threads(const Block<kGatherWarps>& b, F f) {
+  b.warps([&](const Warp& w, int warp) {
+    w.each([&](int l) { f(static_cast<std::uint32_t>(warp) * simt::kWarpSize + static_cast<std::uint32_t>(l)); });
+  });
+}
+
+TANDEM_HD bool gather_marked(const GatherShared& s, std::uint32_t p) {
+  return (s.chains.marks[p / kGatherSegment] >> (p % kGatherSegment)) & 1;
+}
+
+// Step 4 for a segment on the path whose join passed more segments than
+// step 2 noted: follows its chain from where it leaves the segment to the
+// join again, noting the first token in each segment it passes.
+TANDEM_HD void gather_entries(GatherShared& s, const std::uint8_t* in, std::uint32_t n, std::uint32_t j) {
+  std::uint32_t p = s.chains.leave[j];
+  std::uint32_t seg = j;
+  while (p < kChainLast) {
+    const std::uint32_t k = p / kGatherSegment;
+    if (k != seg) {
+      s.entry[k] = static_cast<std::uint16_t>(p);
+      seg = k;
+    }
+    if (gather_marked(s, p)) return;
+    p = gather_sequence(in, n, p).next;
+  }
+}
+
+// Sets bits [lo, hi) of a bitmap.
+TANDEM_HD void gather_set_bits(std::uint32_t* bits, std::uint32_t lo, std::uint32_t hi) {
+  while (lo < hi) {
+    const std::uint32_t end = (lo | 31) + 1 < hi ? (lo | 31) + 1 : hi;
+    const std::uint32_t width = end - lo;
+    const std::uint32_t mask = (width == 32 ? 0xffffffffu : ((std::uint32_t{1} << width) - 1)) << (lo & 31);
+    simt::atomic_or_block(&bits[lo / 32], mask);
+    lo = end;
+  }
+}
+
+TANDEM_HD ItemStatus decode_block_gather(const Block<kGatherWarps>& b, GatherShared& s, const std::uint8_t* in,
+                                         std::uint32_t n, std::uint8_t* out, std::uint32_t cap,
+                                         std::uint32_t* out_size) {
+  TANDEM_GATHER_BEGIN
+  const auto fallback = [&]() {
+    TANDEM_GATHER_END;
+    TANDEM_GATHER_TRACE("fallback", 1);
+    ItemStatus status = ItemStatus::ok;
+    b.warps([&](const Warp& w, int warp) {
+      if (warp == 0) status = decode_block_lanes(w, in, n, out, cap, out_size);
+    });
+    return status;
+  };
+  if (n == 0 || n > kGatherMaxIn) return fallback();
+  const std::uint32_t segments = (n + kGatherSegment - 1) / kGatherSegment;
+  // The input's copy, at in's address modulo 16.
+  const std::uint32_t phase = static_cast<std::uint32_t>(reinterpret_cast<std::uintptr_t>(in) & 15);
+  std::uint8_t* const copy = s.input + phase;
+
+  // Step 1, after the input is copied.
+  gather_threads(b, [&](std::uint32_t t) {
+    const std::uint32_t head = phase == 0 ? 0 : (16 - phase < n ? 16 - phase : n);
+    const std::uint32_t words = (n - head) / 16;
+    const std::uint32_t tail = head + words * 16;
+    if (t < head) copy[t] = in[t];
+    if (t < n - tail) copy[tail + t] = in[tail + t];
+    for (std::uint32_t k = t; k < words; k += kGatherThreads) {
+#if defined(__CUDA_ARCH__)
+      *reinterpret_cast<uint4*>(copy + head + 16 * k) = *reinterpret_cast<const uint4*>(in + head + 16 * k);
+#else
+      std::memcpy(copy + head + 16 * k, in + head + 16 * k, 16);
+#endif
+    }
+    for (std::uint32_t k = t; k < kGatherWords; k += kGatherThreads) {
+      s.literal[k] = 0;
+      s.starts[k] = 0;
+    }
+    s.entry[t] = static_cast<std::uint16_t>(t == 0 ? 0 : kNoEntry);
+    if (t == 0) {
+      s.fail = 0;
+      s.more[0] = s.more[1] = s.more[2] = 0;
+    }
+  });
+  b.sync(); TANDEM_GATHER_MARK(1);
+  gather_threads(b, [&](std::uint32_t j) {
+    if (j >= segments) return;
+    const std::uint32_t start = j * kGatherSegment;
+    const std::uint32_t end = start + kGatherSegment < n ? start + kGatherSegment : n;
+    std::uint64_t marks = 0;
+    std::uint32_t p = start;
+    while (p < end) {
+      marks |= std::uint64_t{1} << (p - start);
+      p = gather_sequence(copy, n, p).next;
+    }
+    s.chains.marks[j] = marks;
+    s.chains.leave[j] = p;
+  });
+  b.sync(); TANDEM_GATHER_MARK(2);
+
+  // Step 2, noting the first token in each segment the chain passes.
+  gather_threads(b, [&](std::uint32_t j) {
+    if (j >= segments) return;
+    std::uint32_t p = s.chains.leave[j];
+    std::uint32_t seg = j;
+    std::uint32_t notes = 0;
+    std::uint32_t steps = 0;
+    while (p < kChainLast) {
+      const std::uint32_t k = p / kGatherSegment;
+      if (k != seg) {
+        if (notes < kGatherNoted) s.chains.noted[notes][j] = p;
+        ++notes;
+        seg = k;
+      }
+      if (gather_marked(s, p)) {
+        TANDEM_GATHER_TRACE("join_steps", steps);
+        p = k;
+        break;
+      }
+      if (++steps > kGatherReach) {
+        p = kChainTooLong;
+        break;
+      }
+      p = gather_sequence(copy, n, p).next;
+    }
+    s.chains.join[j] = p;
+    s.chains.notes[j] = notes;
+  });
+  b.sync(); TANDEM_GATHER_MARK(3);
+
+  // Step 3: within each window of 32 segments, by pointer jumping, the path
+  // from each segment and where it leaves the window ...
+  b.warps([&](const Warp& w, int warp) {
+    const std::uint32_t first = static_cast<std::uint32_t>(warp) * simt::kWarpSize;
+    const Lanes<std::uint32_t> join = w.map([&](int l) {
+      const std::uint32_t j = first + static_cast<std::uint32_t>(l);
+      return j < segments ? s.chains.join[j] : kChainBad;
+    });
+    // The next segment of the path within the window; itself at its end.
+    Lanes<int> next = w.map([&](int l) {
+      return join[l] >= first && join[l] < first + simt::kWarpSize ? static_cast<int>(join[l] - first) : l;
+    });
+    Lanes<std::uint32_t> reach = w.map([&](int l) { return std::uint32_t{1} << l; });
+    for (int step = 0; step < 5; ++step) {
+      const Lanes<std::uint32_t> further = w.shfl(reach, next);
+      const Lanes<int> jump = w.shfl(next, next);
+      w.each([&](int l) {
+        reach[l] |= further[l];
+        next[l] = jump[l];
+      });
+    }
+    const Lanes<std::uint32_t> exit = w.shfl(join, next);
+    w.each([&](int l) {
+      const std::uint32_t j = first + static_cast<std::uint32_t>(l);
+      s.chains.reach[j] = reach[l];
+      s.chains.exit[j] = exit[l];
+    });
+  });
+  b.sync(); TANDEM_GATHER_MARK(4);
+  // ... then window by window from segment 0.
+  gather_threads(b, [&](std::uint32_t j) {
+    if (j != 0) return;
+    for (std::uint32_t w = 0; w < kGatherWarps; ++w) s.chains.path[w] = 0;
+    std::uint32_t k = 0;
+    while (k < segments) {
+      s.chains.path[k / simt::kWarpSize] = s.chains.reach[k];
+      k = s.chains.exit[k];
+    }
+    if (k != kChainLast) s.fail = 1;
+    TANDEM_GATHER_TRACE("path_end", k);
+  });
+  b.sync(); TANDEM_GATHER_MARK(5);
+  if (s.fail) return fallback();
+
+  // Step 4.
+  gather_threads(b, [&](std::uint32_t j) {
+    if (j >= segments || !((s.chains.path[j / simt::kWarpSize] >> (j % simt::kWarpSize)) & 1)) return;
+    const std::uint32_t notes = s.chains.notes[j];
+    if (notes > kGatherNoted) {
+      gather_entries(s, copy, n, j);
+      return;
+    }
+    for (std::uint32_t k = 0; k < notes; ++k) {
+      const std::uint32_t p = s.chains.noted[k][j];
+      s.entry[p / kGatherSegment] = static_cast<std::uint16_t>(p);
+    }
+  });
+  b.sync(); TANDEM_GATHER_MARK(6);
+
+  // Step 5: each segment's output size, and the prefix sum within a warp ...
+  b.warps([&](const Warp& w, int warp) {
+    const Lanes<std::uint32_t> size = w.map([&](int l) {
+      const std::uint32_t j = static_cast<std::uint32_t>(warp) * simt::kWarpSize + static_cast<std::uint32_t>(l);
+      std::uint32_t p = s.entry[j];
+      if (j >= segments || p == kNoEntry) return std::uint32_t{0};
+      const std::uint32_t end = (j + 1) * kGatherSegment;
+      std::uint32_t bytes = 0;
+      while (p < end) {
+        const GatherSequence q = gather_sequence(copy, n, p);
+        bytes += q.lit + q.ml;
+        p = q.next;
+      }
+      return bytes;
+    });
+    const Lanes<std::uint32_t> before = w.exclusive_sum(size);
+    w.each([&](int l) { s.at[warp * simt::kWarpSize + l] = before[l]; });
+    const std::uint32_t sum = w.sum(size);
+    w.each([&](int l) {
+      if (l == 0) s.warp_total[warp] = sum;
+    });
+  });
+  b.sync(); TANDEM_GATHER_MARK(7);
+  // ... and over the warps.
+  b.warps([&](const Warp& w, int warp) {
+    const Lanes<std::uint32_t> totals = w.map([&](int l) { return s.warp_total[l]; });
+    const std::uint32_t before = w.shfl(w.exclusive_sum(totals), warp);
+    w.each([&](int l) { s.at[warp * simt::kWarpSize + l] += before; });
+    if (warp == 0) {
+      const std::uint32_t total = w.sum(totals);
+      w.each([&](int l) {
+        if (l == 0) s.total = total;
+      });
+    }
+  });
+  b.sync(); TANDEM_GATHER_MARK(8);
+  const std::uint32_t total = s.total;
+  if (total > cap || total > kGatherMaxOut) return fallback();
+
+  // Step 6: the source of each run's first byte, and where runs start.
+  gather_threads(b, [&](std::uint32_t j) {
+    std::uint32_t p = s.entry[j];
+    if (j >= segments || p == kNoEntry) return;
+    const std::uint32_t end = (j + 1) * kGatherSegment;
+    std::uint32_t at = s.at[j];
+    // A run at `at` whose first byte's source is `first`.
+    const auto run = [&](std::uint32_t first) {
+      s.source[at] = static_cast<std::uint16_t>(first);
+      simt::atomic_or_block(&s.starts[at / 32], std::uint32_t{1} << (at % 32));
+    };
+    while (p < end) {
+      const GatherSequence q = gather_sequence(copy, n, p);
+      if (q.lit != 0) {
+        run(q.lit_src);
+        gather_set_bits(s.literal, at, at + q.lit);
+        at += q.lit;
+      }
+      if (q.ml != 0) {
+        if (q.offset == 0 || q.offset > at) {
+          s.fail = 1;
+          return;
+        }
+        run(at - q.offset);
+        at += q.ml;
+      }
+      p = q.next;
+    }
+  });
+  b.sync(); TANDEM_GATHER_MARK(9);
+  if (s.fail) return fallback();
+  // The last start in each word and the words before it: the highest set bit,
+  // then a running maximum over the words (byte 0 always starts a run).
+  b.warps([&](const Warp& w, int warp) {
+    constexpr std::uint32_t kPerLane = kGatherWords / kGatherThreads;
+    const Lanes<std::uint32_t> last = w.map([&](int l) {
+      const std::uint32_t first = (static_cast<std::uint32_t>(warp) * simt::kWarpSize + static_cast<std::uint32_t>(l)) * kPerLane;
+      std::uint32_t m = 0;
+      for (std::uint32_t k = first; k < first + kPerLane; ++k) {
+        if (s.starts[k]) m = 32 * k + static_cast<std::uint32_t>(simt::last_set(s.starts[k]));
+        s.last_start[k] = static_cast<std::uint16_t>(m);
+      }
+      return m;
+    });
+    // Inclusive running maximum over the lanes.
+    Lanes<std::uint32_t> run = last;
+    for (int d = 1; d < simt::kWarpSize; d *= 2) {
+      const Lanes<std::uint32_t> before = w.shfl(run, w.map([&](int l) { return l >= d ? l - d : l; }));
+      w.each([&](int l) { run[l] = before[l] > run[l] ? before[l] : run[l]; });
+    }
+    const Lanes<std::uint32_t> prior = w.shfl(run, w.map([&](int l) { return l > 0 ? l - 1 : 0; }));
+    w.each([&](int l) {
+      const std::uint32_t first = (static_cast<std::uint32_t>(warp) * simt::kWarpSize + static_cast<std::uint32_t>(l)) * kPerLane;
+      const std::uint32_t before = l > 0 ? prior[l] : 0;
+      for (std::uint32_t k = first; k < first + kPerLane; ++k) {
+        if (s.last_start[k] < before) s.last_start[k] = static_cast<std::uint16_t>(before);
+      }
+    });
+    const std::uint32_t top = w.max(run);
+    w.each([&](int l) {
+      if (l == 0) s.warp_total[warp] = top;
+    });
+  });
+  b.sync(); TANDEM_GATHER_MARK(10);
+  // Every byte of a run after its first: its source from the run's first
+  // byte (a match that overlaps itself repeats its first `offset` bytes).
+  gather_threads(b, [&](std::uint32_t t) {
+    for (std::uint32_t i = t; i < total; i += kGatherThreads) {
+      const std::uint32_t word = s.starts[i / 32];
+      if ((word >> (i % 32)) & 1) continue;
+      const std::uint32_t below = word & ((std::uint32_t{1} << (i % 32)) - 1);
+      std::uint32_t r;
+      if (below) {
+        r = (i & ~31u) + static_cast<std::uint32_t>(simt::last_set(below));
+      } else {
+        // The last start in the words before, among those of the warp that
+        // scanned them; none there (a run of thousands of bytes): the last
+        // of an earlier warp's.
+        const std::uint32_t w = i / 32 - 1;  // i >= 32 here: byte 0 starts a run
+        r = s.last_start[w];
+        for (std::uint32_t k = w / (kGatherWords / kGatherWarps); r == 0 && k > 0; --k) r = s.warp_total[k - 1];
+      }
+      const std::uint32_t d = i - r;
+      const std::uint32_t first = s.source[r];
+      if ((s.literal[i / 32] >> (i % 32)) & 1) {
+        s.source[i] = static_cast<std::uint16_t>(first + d);
+      } else {
+        const std::uint32_t offset = r - first;
+        s.source[i] = static_cast<std::uint16_t>(first + (d < offset ? d : d % offset));
+      }
+    }
+  });
+  b.sync(); TANDEM_GATHER_MARK(11);
+
+  // Step 7: passes until every chase ends at a literal (one, unless a chase
+  // takes more than kGatherHops sources). A chase halves the path it
+  // follows: each byte it passes gets its source's source.
+  const auto is_literal = [&](std::uint32_t i) { return (s.literal[i / 32] >> (i % 32)) & 1; };
+  // Output bytes before the first 4-aligned one in global memory go alone,
+  // the others in words of 4.
+  const std::uint32_t lead = static_cast<std::uint32_t>((4 - (reinterpret_cast<std::uintptr_t>(out) & 3)) & 3);
+  for (std::uint32_t pass = 0;; ++pass) {
+    gather_threads(b, [&](std::uint32_t t) {
+      if (t == 0) s.more[(pass + 1) % 3] = 0;
+      // The value of output byte i; false when its chase is left unfinished.
+      const auto value = [&](std::uint32_t i, std::uint32_t* v) {
+        std::uint32_t x = s.source[i];
+        if (is_literal(i)) {
+          *v = copy[x];
+          return true;
+        }
+        std::uint32_t hops = 0;
+        while (!is_literal(x) && hops < kGatherHops) {
+          const std::uint32_t y = s.source[x];
+          if (is_literal(y)) {
+            x = y;
+            break;
+          }
+          const std::uint32_t z = s.source[y];
+          s.source[x] = static_cast<std::uint16_t>(z);
+          x = z;
+          hops += 2;
+        }
+        TANDEM_GATHER_TRACE(pass == 0 ? "hops0" : "hops1", hops);
+        s.source[i] = static_cast<std::uint16_t>(x);
+        if (!is_literal(x)) return false;
+        *v = copy[s.source[x]];
+        return true;
+      };
+      bool done = true;
+      std::uint32_t v = 0;
+      if (t < lead && t < total) {
+        if (value(t, &v)) out[t] = static_cast<std::uint8_t>(v);
+        else done = false;
+      }
+      for (std::uint32_t i = lead + 4 * t; i < total; i += 4 * kGatherThreads) {
+        if (i + 4 <= total) {
+          std::uint32_t word = 0;
+          bool whole = true;
+          for (std::uint32_t k = 0; k < 4; ++k) {
+            whole = value(i + k, &v) && whole;
+            word |= v << (8 * k);
+          }
+          if (whole) simt::store_aligned_u32(out + i, word);
+          else done = false;
+        } else {
+          for (std::uint32_t k = i; k < total; ++k) {
+            if (value(k, &v)) out[k] = static_cast<std::uint8_t>(v);
+            else done = false;
+          }
+        }
+      }
+      if (!done) s.more[pass % 3] = 1;
+    });
+    b.sync(); TANDEM_GATHER_MARK(12);
+    TANDEM_GATHER_TRACE("pass", pass);
+    if (!s.more[pass % 3]) break;
+  }
+  TANDEM_GATHER_MARK(15);
+  TANDEM_GATHER_END;
+  *out_size = total;
+  return ItemStatus::ok;
+}
+
+}  // namespace tandem::gpu::lz4k
