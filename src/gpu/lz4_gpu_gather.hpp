@@ -479,29 +479,56 @@ TANDEM_HD ItemStatus decode_block_gather(const Block<kGatherWarps>& b, GatherSha
   b.sync(); TANDEM_GATHER_MARK(10);
   // Every byte of a run after its first: its source from the run's first
   // byte (a match that overlaps itself repeats its first `offset` bytes).
+  // A thread takes 4 bytes at a time, their sources one 8-byte word.
   gather_threads(b, [&](std::uint32_t t) {
-    for (std::uint32_t i = t; i < total; i += kGatherThreads) {
-      const std::uint32_t word = s.starts[i / 32];
-      if ((word >> (i % 32)) & 1) continue;
-      const std::uint32_t below = word & ((std::uint32_t{1} << (i % 32)) - 1);
-      std::uint32_t r;
-      if (below) {
-        r = (i & ~31u) + static_cast<std::uint32_t>(simt::last_set(below));
+    for (std::uint32_t i0 = 4 * t; i0 < total; i0 += 4 * kGatherThreads) {
+      const std::uint32_t word = s.starts[i0 / 32];
+      const std::uint32_t here = (word >> (i0 % 32)) & 15;
+      if (here == 15) continue;
+      const std::uint32_t literal = (s.literal[i0 / 32] >> (i0 % 32)) & 15;
+      // The start of byte i0's run.
+      std::uint32_t r = i0;
+      const std::uint32_t below = word & ((std::uint32_t{1} << (i0 % 32)) - 1);
+      if (here & 1) {
+      } else if (below) {
+        r = (i0 & ~31u) + static_cast<std::uint32_t>(simt::last_set(below));
       } else {
         // The last start in the words before, among those of the warp that
         // scanned them; none there (a run of thousands of bytes): the last
         // of an earlier warp's.
-        const std::uint32_t w = i / 32 - 1;  // i >= 32 here: byte 0 starts a run
+        const std::uint32_t w = i0 / 32 - 1;  // i0 >= 32 here: byte 0 starts a run
         r = s.last_start[w];
         for (std::uint32_t k = w / (kGatherWords / kGatherWarps); r == 0 && k > 0; --k) r = s.warp_total[k - 1];
       }
-      const std::uint32_t d = i - r;
-      const std::uint32_t first = s.source[r];
-      if ((s.literal[i / 32] >> (i % 32)) & 1) {
-        s.source[i] = static_cast<std::uint16_t>(first + d);
+      std::uint32_t first = s.source[r];
+      std::uint64_t sources = 0;
+      TANDEM_UNROLL
+      for (std::uint32_t k = 0; k < 4; ++k) {
+        const std::uint32_t i = i0 + k;
+        std::uint32_t v = 0;
+        if (i >= total) {
+          // past the output: nothing to write
+        } else if ((here >> k) & 1) {
+          r = i;
+          first = s.source[i];
+          v = first;
+        } else if ((literal >> k) & 1) {
+          v = first + (i - r);
+        } else {
+          const std::uint32_t offset = r - first;
+          const std::uint32_t d = i - r;
+          v = first + (d < offset ? d : d % offset);
+        }
+        sources |= static_cast<std::uint64_t>(v & 0xffff) << (16 * k);
+      }
+      if (i0 + 4 <= total) {
+#if defined(__CUDA_ARCH__)
+        *reinterpret_cast<std::uint64_t*>(s.source + i0) = sources;
+#else
+        std::memcpy(s.source + i0, &sources, 8);
+#endif
       } else {
-        const std::uint32_t offset = r - first;
-        s.source[i] = static_cast<std::uint16_t>(first + (d < offset ? d : d % offset));
+        for (std::uint32_t k = 0; i0 + k < total; ++k) s.source[i0 + k] = static_cast<std::uint16_t>(sources >> (16 * k));
       }
     }
   });
@@ -511,58 +538,58 @@ TANDEM_HD ItemStatus decode_block_gather(const Block<kGatherWarps>& b, GatherSha
   // takes more than kGatherHops sources). A chase halves the path it
   // follows: each byte it passes gets its source's source.
   const auto is_literal = [&](std::uint32_t i) { return (s.literal[i / 32] >> (i % 32)) & 1; };
-  // Output bytes before the first 4-aligned one in global memory go alone,
-  // the others in words of 4.
-  const std::uint32_t lead = static_cast<std::uint32_t>((4 - (reinterpret_cast<std::uintptr_t>(out) & 3)) & 3);
+  const bool aligned = (reinterpret_cast<std::uintptr_t>(out) & 3) == 0;
   for (std::uint32_t pass = 0;; ++pass) {
     gather_threads(b, [&](std::uint32_t t) {
       if (t == 0) s.more[(pass + 1) % 3] = 0;
-      // The value of output byte i; false when its chase is left unfinished.
-      const auto value = [&](std::uint32_t i, std::uint32_t* v) {
-        std::uint32_t x = s.source[i];
-        if (is_literal(i)) {
-          *v = copy[x];
-          return true;
-        }
-        std::uint32_t hops = 0;
-        while (!is_literal(x) && hops < kGatherHops) {
-          const std::uint32_t y = s.source[x];
-          if (is_literal(y)) {
-            x = y;
-            break;
-          }
-          const std::uint32_t z = s.source[y];
-          s.source[x] = static_cast<std::uint16_t>(z);
-          x = z;
-          hops += 2;
-        }
-        TANDEM_GATHER_TRACE(pass == 0 ? "hops0" : "hops1", hops);
-        s.source[i] = static_cast<std::uint16_t>(x);
-        if (!is_literal(x)) return false;
-        *v = copy[s.source[x]];
-        return true;
-      };
       bool done = true;
-      std::uint32_t v = 0;
-      if (t < lead && t < total) {
-        if (value(t, &v)) out[t] = static_cast<std::uint8_t>(v);
-        else done = false;
-      }
-      for (std::uint32_t i = lead + 4 * t; i < total; i += 4 * kGatherThreads) {
-        if (i + 4 <= total) {
-          std::uint32_t word = 0;
-          bool whole = true;
-          for (std::uint32_t k = 0; k < 4; ++k) {
-            whole = value(i + k, &v) && whole;
-            word |= v << (8 * k);
-          }
-          if (whole) simt::store_aligned_u32(out + i, word);
-          else done = false;
+      for (std::uint32_t i0 = 4 * t; i0 < total; i0 += 4 * kGatherThreads) {
+        const std::uint32_t literal = (s.literal[i0 / 32] >> (i0 % 32)) & 15;
+        const std::uint32_t count = total - i0 < 4 ? total - i0 : 4;
+        std::uint64_t sources;
+        if (count == 4) {
+#if defined(__CUDA_ARCH__)
+          sources = *reinterpret_cast<const std::uint64_t*>(s.source + i0);
+#else
+          std::memcpy(&sources, s.source + i0, 8);
+#endif
         } else {
-          for (std::uint32_t k = i; k < total; ++k) {
-            if (value(k, &v)) out[k] = static_cast<std::uint8_t>(v);
-            else done = false;
+          sources = 0;
+          for (std::uint32_t k = 0; k < count; ++k) sources |= static_cast<std::uint64_t>(s.source[i0 + k]) << (16 * k);
+        }
+        std::uint32_t word = 0;
+        bool whole = true;
+        for (std::uint32_t k = 0; k < count; ++k) {
+          std::uint32_t x = static_cast<std::uint32_t>(sources >> (16 * k)) & 0xffff;
+          if (!((literal >> k) & 1)) {
+            // Follows the sources from i0 + k to a literal, halving the path.
+            std::uint32_t hops = 0;
+            while (!is_literal(x) && hops < kGatherHops) {
+              const std::uint32_t y = s.source[x];
+              if (is_literal(y)) {
+                x = y;
+                break;
+              }
+              const std::uint32_t z = s.source[y];
+              s.source[x] = static_cast<std::uint16_t>(z);
+              x = z;
+              hops += 2;
+            }
+            s.source[i0 + k] = static_cast<std::uint16_t>(x);
+            if (!is_literal(x)) {
+              whole = false;
+              continue;
+            }
+            x = s.source[x];
           }
+          word |= std::uint32_t{copy[x]} << (8 * k);
+        }
+        if (!whole) {
+          done = false;
+        } else if (aligned && count == 4) {
+          simt::store_aligned_u32(out + i0, word);
+        } else {
+          for (std::uint32_t k = 0; k < count; ++k) out[i0 + k] = static_cast<std::uint8_t>(word >> (8 * k));
         }
       }
       if (!done) s.more[pass % 3] = 1;
