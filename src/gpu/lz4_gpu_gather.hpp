@@ -153,6 +153,22 @@ TANDEM_HD GatherSequence gather_sequence(const std::uint8_t* in, std::uint32_t n
   return s;
 }
 
+// Where the next token is after the sequence at in[p], p < n (or a kChain
+// stop), and its output bytes: from the token alone when neither length
+// has an extension and the next token lies inside the input, as for
+// gather_sequence.
+TANDEM_HD std::uint32_t gather_next(const std::uint8_t* in, std::uint32_t n, std::uint32_t p, std::uint32_t* bytes) {
+  const std::uint32_t token = in[p];
+  const std::uint32_t lit = token >> 4;
+  if (lit != 15 && (token & 15) != 15 && p + 3 + lit < n) {
+    *bytes = lit + (token & 15) + kMinMatch;
+    return p + 3 + lit;
+  }
+  const GatherSequence q = gather_sequence(in, n, p);
+  *bytes = q.lit + q.ml;
+  return q.next;
+}
+
 inline constexpr std::uint32_t kGatherWords = kGatherMaxOut / 32;
 
 struct GatherShared {
@@ -211,7 +227,8 @@ TANDEM_HD void gather_entries(GatherShared& s, const std::uint8_t* in, std::uint
       seg = k;
     }
     if (gather_marked(s, p)) return;
-    p = gather_sequence(in, n, p).next;
+    std::uint32_t bytes;
+    p = gather_next(in, n, p, &bytes);
   }
 }
 
@@ -278,7 +295,8 @@ TANDEM_HD ItemStatus decode_block_gather(const Block<kGatherWarps>& b, GatherSha
     std::uint32_t p = start;
     while (p < end) {
       marks |= std::uint64_t{1} << (p - start);
-      p = gather_sequence(copy, n, p).next;
+      std::uint32_t bytes;
+      p = gather_next(copy, n, p, &bytes);
     }
     s.chains.marks[j] = marks;
     s.chains.leave[j] = p;
@@ -308,7 +326,8 @@ TANDEM_HD ItemStatus decode_block_gather(const Block<kGatherWarps>& b, GatherSha
         p = kChainTooLong;
         break;
       }
-      p = gather_sequence(copy, n, p).next;
+      std::uint32_t bytes;
+      p = gather_next(copy, n, p, &bytes);
     }
     s.chains.join[j] = p;
     s.chains.notes[j] = notes;
@@ -383,9 +402,9 @@ TANDEM_HD ItemStatus decode_block_gather(const Block<kGatherWarps>& b, GatherSha
       const std::uint32_t end = (j + 1) * kGatherSegment;
       std::uint32_t bytes = 0;
       while (p < end) {
-        const GatherSequence q = gather_sequence(copy, n, p);
-        bytes += q.lit + q.ml;
-        p = q.next;
+        std::uint32_t more;
+        p = gather_next(copy, n, p, &more);
+        bytes += more;
       }
       return bytes;
     });
