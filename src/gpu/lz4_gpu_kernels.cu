@@ -375,17 +375,19 @@ constexpr std::size_t kMaxBlocks = 0x7fffffff;
 // liblz4's blocks (H100, GB/s, lanes against wide): 16K 148.4 against
 // 105.8, 32K 90.5 against 93.9.
 constexpr std::size_t kDecodeLanesMax = 16 * 1024;
+// Batches whose blocks decode to more than this, up to 64 KiB, run the
+// gather decoder, whose 1024 threads parse and gather a whole block at once:
+// it needs most of a multiprocessor's shared memory, so where blocks are
+// many and light the wide decoder's many thread blocks a multiprocessor
+// win. Measured on silesia7 (H100, GB/s, wide against gather): 32K
+// WIDE32 against GATHER32, 64K 79.0 against GATHER64.
+constexpr std::size_t kDecodeWideMax = 32 * 1024;
 // Batches whose blocks decode to more than this run the window decoder,
 // whose parse spreads over several warps: there are fewer blocks than the
 // GPU holds at once, and each block's own time is what counts. Measured on
 // silesia7 (H100, GB/s, wide against window): 64K 80.1 against 67.4, 128K
 // 49.9 against 54.5, 256K 28.1 against 38.0, 1M 7.2 against 11.5, 4M 1.83
 // against 3.11.
-constexpr std::size_t kDecodeWideMax = 64 * 1024;
-#ifndef TANDEM_GATHER_MIN
-#define TANDEM_GATHER_MIN (32 * 1024)
-#endif
-constexpr std::size_t kDecodeGatherMin = TANDEM_GATHER_MIN;
 constexpr std::size_t kDecodeGatherMax = lz4k::kGatherMaxOut;
 }  // namespace
 
@@ -462,7 +464,7 @@ Status lz4_decompress_async(const void* const* d_in_ptrs, const std::size_t* d_i
     } else {
       launch(lz4_decode_lanes_kernel<0>, 0);
     }
-  } else if (max_output_size > kDecodeGatherMin && max_output_size <= kDecodeGatherMax) {
+  } else if (max_output_size > kDecodeWideMax && max_output_size <= kDecodeGatherMax) {
     static std::once_flag once;
     static cudaError_t attribute = cudaSuccess;
     std::call_once(once, [] {
@@ -473,7 +475,7 @@ Status lz4_decompress_async(const void* const* d_in_ptrs, const std::size_t* d_i
     lz4_decode_gather_kernel<<<static_cast<unsigned>(num_items), lz4k::kGatherThreads, sizeof(lz4k::GatherShared),
                                stream>>>(d_in_ptrs, d_in_sizes, num_items, d_out_ptrs, d_out_capacities, d_out_sizes,
                                          d_statuses);
-  } else if (max_output_size > kDecodeWideMax) {
+  } else if (max_output_size > kDecodeGatherMax) {
     lz4_decode_window_kernel<<<static_cast<unsigned>(num_items), lz4k::kWindowWarps * 32, 0, stream>>>(
         d_in_ptrs, d_in_sizes, num_items, d_out_ptrs, d_out_capacities, d_out_sizes, d_statuses);
   } else {

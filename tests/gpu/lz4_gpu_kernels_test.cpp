@@ -117,9 +117,11 @@ struct CallOptions {
   std::size_t max_item_size = 0;  // compression; 0: the largest input
   // Decompression's max_output_size: up to 16 KiB gives the lane decoder (a
   // warp per block; up to 8 KiB with its output staged in shared memory), up
-  // to 64 KiB the wide decoder (a thread block per block), larger the window
-  // decoder (a thread block per block, its parse across several warps); 0:
-  // the largest capacity.
+  // to 32 KiB the wide decoder (a thread block per block), up to 64 KiB the
+  // gather decoder (a thread block of 1024 threads per block, which parse
+  // and gather the whole block at once), larger the window decoder (a thread
+  // block per block, its parse across several warps); 0: the largest
+  // capacity.
   std::size_t max_output_size = 0;
   cudaStream_t stream = nullptr;
 };
@@ -215,10 +217,11 @@ std::vector<ItemOut> run_decode(const std::vector<Item>& items, const CallOption
   CallOptions window = o;
   window.max_output_size = SIZE_MAX;
   std::vector<ItemOut> by_window = run_batch(Call::decompress, items, window);
-  // 64 KiB: the wide decoder; 16 KiB: the lane decoder in place; 8 and 4
-  // KiB: with its output staged in shared memory (items with more room
-  // decode in place).
-  for (const std::size_t max : {std::size_t{64} << 10, std::size_t{16} << 10, std::size_t{8} << 10, std::size_t{4} << 10}) {
+  // 64 KiB: the gather decoder; 32 KiB: the wide decoder; 16 KiB: the lane
+  // decoder in place; 8 and 4 KiB: with its output staged in shared memory
+  // (items with more room decode in place).
+  for (const std::size_t max : {std::size_t{64} << 10, std::size_t{32} << 10, std::size_t{16} << 10,
+                                std::size_t{8} << 10, std::size_t{4} << 10}) {
     CallOptions other = o;
     other.max_output_size = max;
     const std::vector<ItemOut> by_other = run_batch(Call::decompress, items, other);
