@@ -260,18 +260,7 @@ TANDEM_HD ItemStatus decode_block_gather(const Block<kGatherWarps>& b, GatherSha
 
   // Steps 0 and 1.
   gather_threads(b, [&](std::uint32_t t) {
-    const std::uint32_t head = phase == 0 ? 0 : (16 - phase < n ? 16 - phase : n);
-    const std::uint32_t words = (n - head) / 16;
-    const std::uint32_t tail = head + words * 16;
-    if (t < head) copy[t] = in[t];
-    if (t < n - tail) copy[tail + t] = in[tail + t];
-    for (std::uint32_t k = t; k < words; k += kGatherThreads) {
-#if defined(__CUDA_ARCH__)
-      *reinterpret_cast<uint4*>(copy + head + 16 * k) = *reinterpret_cast<const uint4*>(in + head + 16 * k);
-#else
-      std::memcpy(copy + head + 16 * k, in + head + 16 * k, 16);
-#endif
-    }
+    simt::copy_phased_share(copy, in, n, t, kGatherThreads);
     for (std::uint32_t k = t; k < kGatherWords; k += kGatherThreads) {
       s.literal[k] = 0;
       s.starts[k] = 0;

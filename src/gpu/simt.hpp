@@ -477,26 +477,30 @@ TANDEM_HD void warp_copy(const Warp& w, std::uint8_t* dst, const std::uint8_t* s
   });
 }
 
-// Copies len bytes from src to dst (no overlap), the whole warp together,
-// as 16-byte words; src and dst must lie at the same address modulo 16. The
-// bytes before the first whole word and after the last go a byte per lane.
-TANDEM_HD void warp_copy_phased(const Warp& w, std::uint8_t* dst, const std::uint8_t* src, std::uint32_t len) {
+// Thread t's share, of `threads` threads, of a copy of len bytes from src to
+// dst (no overlap) as 16-byte words; src and dst must lie at the same address
+// modulo 16. The bytes before the first whole word and after the last go a
+// byte a thread.
+TANDEM_HD void copy_phased_share(std::uint8_t* dst, const std::uint8_t* src, std::uint32_t len, std::uint32_t t,
+                                 std::uint32_t threads) {
   const auto phase = static_cast<std::uint32_t>(reinterpret_cast<std::uintptr_t>(src) & 15);
   const std::uint32_t head = phase == 0 ? 0 : (16 - phase < len ? 16 - phase : len);
   const std::uint32_t words = (len - head) / 16;
   const std::uint32_t tail = head + words * 16;
-  w.each([&](int l) {
-    const auto lane = static_cast<std::uint32_t>(l);
-    if (lane < head) dst[lane] = src[lane];
-    if (lane < len - tail) dst[tail + lane] = src[tail + lane];
-    for (std::uint32_t k = lane; k < words; k += kWarpSize) {
+  if (t < head) dst[t] = src[t];
+  if (t < len - tail) dst[tail + t] = src[tail + t];
+  for (std::uint32_t k = t; k < words; k += threads) {
 #if defined(__CUDA_ARCH__)
-      *reinterpret_cast<uint4*>(dst + head + 16 * k) = *reinterpret_cast<const uint4*>(src + head + 16 * k);
+    *reinterpret_cast<uint4*>(dst + head + 16 * k) = *reinterpret_cast<const uint4*>(src + head + 16 * k);
 #else
-      std::memcpy(dst + head + 16 * k, src + head + 16 * k, 16);
+    std::memcpy(dst + head + 16 * k, src + head + 16 * k, 16);
 #endif
-    }
-  });
+  }
+}
+
+// The same by the whole warp together.
+TANDEM_HD void warp_copy_phased(const Warp& w, std::uint8_t* dst, const std::uint8_t* src, std::uint32_t len) {
+  w.each([&](int l) { copy_phased_share(dst, src, len, static_cast<std::uint32_t>(l), kWarpSize); });
 }
 
 }  // namespace tandem::gpu::simt
