@@ -11,21 +11,22 @@
 //  1. Segments. The input is cut into segments of kGatherSegment bytes, one
 //     a thread. Each thread follows the chain that would start at its
 //     segment's first byte to the end of the segment, marking where tokens
-//     would be (a bit a byte).
+//     would be (a bit a byte) and summing the output before each.
 //  2. Joins. Each thread follows its chain on, past its segment, until it
 //     lands on a mark of the segment it is in: from there its chain and that
 //     segment's are one. Chains that start at different bytes meet soon (on
 //     silesia, most within the next segment). It notes the first token in
-//     each segment it passes on the way.
+//     each segment it passes on the way, and its output there.
 //  3. The path. The block's chain is segment 0's; it joins segment k's, which
 //     joins another's, and so on: the segments whose chains it takes are
 //     found by pointer jumping, 32 segments a warp, then a walk over the 32
 //     windows.
 //  4. Entries. The notes of the segments on the path give, for every
-//     segment, where the block's chain enters it.
-//  5. Sizes. Each thread follows the block's chain through its segment from
-//     that entry and sums the output of the sequences that start there; a
-//     prefix sum over the block gives each segment's output position.
+//     segment, where the block's chain enters it and the output of the
+//     block's sequences that start there (the notes' sums, and the sums of
+//     step 1 from where a chain joins).
+//  5. Sizes. A prefix sum over the segments gives each one's output
+//     position.
 //  6. Runs. Each thread follows its sequences again, checks each offset
 //     against its output position, and marks where each run (a sequence's
 //     literals, its match) starts in the output, with the source of the
@@ -79,6 +80,11 @@ inline constexpr std::uint32_t kNoEntry = 0xffff;
 // Entries that step 2 notes for step 4, a chain; one that passes more
 // segments before it joins is followed again in step 4.
 inline constexpr std::uint32_t kGatherNoted = 6;
+// Tokens of a chain within its segment: 3 bytes a sequence at least, but the
+// last (64 / 3, rounded up).
+inline constexpr std::uint32_t kGatherTokens = 22;
+// A chain's output in its segment that its 16-bit sums cannot hold.
+inline constexpr std::uint32_t kTooManyBytes = 0xffffffffu;
 
 // A sequence as the chains read it: its lengths, its offset, and where the
 // next token is. Checks what the input alone can tell; the offset against the
@@ -182,12 +188,15 @@ struct GatherShared {
     struct {
       std::uint64_t marks[kGatherThreads];  // where its chain has tokens
       std::uint32_t leave[kGatherThreads];  // where its chain leaves it, or a kChain stop
-      std::uint32_t join[kGatherThreads];   // the segment its chain joins, or a kChain stop
+      std::uint32_t join[kGatherThreads];   // where its chain joins another segment's, or a kChain stop
+      std::uint16_t before[kGatherTokens][kGatherThreads];  // output of its chain's tokens before the t-th
+      std::uint32_t bytes[kGatherThreads];  // output of its chain's tokens in it, or kTooManyBytes
       std::uint32_t reach[kGatherThreads];  // the path from it within its window of 32
       std::uint32_t exit[kGatherThreads];   // where that path leaves the window
       std::uint32_t path[kGatherWarps];     // the path's segments, a window each
-      std::uint32_t noted[kGatherNoted][kGatherThreads];  // the entries its join passes
-      std::uint32_t notes[kGatherThreads];                // how many
+      std::uint32_t noted[kGatherNoted][kGatherThreads];        // the entries its join passes
+      std::uint32_t noted_bytes[kGatherNoted][kGatherThreads];  // and its output in each before it leaves
+      std::uint32_t notes[kGatherThreads];                      // how many
     } chains;
   };
   std::uint32_t literal[kGatherWords];  // bit i: output byte i is a literal
@@ -213,22 +222,51 @@ TANDEM_HD bool gather_marked(const GatherShared& s, std::uint32_t p) {
   return (s.chains.marks[p / kGatherSegment] >> (p % kGatherSegment)) & 1;
 }
 
+// The output of segment k's chain from its token at y on (y marked in k), or
+// kTooManyBytes.
+TANDEM_HD std::uint32_t gather_suffix(const GatherShared& s, std::uint32_t k, std::uint32_t y) {
+  const std::uint32_t bytes = s.chains.bytes[k];
+  if (bytes == kTooManyBytes) return kTooManyBytes;
+  const std::uint64_t below = s.chains.marks[k] & ((std::uint64_t{1} << (y % kGatherSegment)) - 1);
+  const auto t = static_cast<std::uint32_t>(simt::popcount(static_cast<std::uint32_t>(below)) +
+                                            simt::popcount(static_cast<std::uint32_t>(below >> 32)));
+  return bytes - s.chains.before[t][k];
+}
+
+// Adds a chain's output in segment k to the segment's size; false when too
+// large for the sums.
+TANDEM_HD bool gather_add(GatherShared& s, std::uint32_t k, std::uint32_t bytes) {
+  if (bytes == kTooManyBytes) return false;
+  s.at[k] += bytes;
+  return true;
+}
+
 // Step 4 for a segment on the path whose join passed more segments than
 // step 2 noted: follows its chain from where it leaves the segment to the
-// join again, noting the first token in each segment it passes.
-TANDEM_HD void gather_entries(GatherShared& s, const std::uint8_t* in, std::uint32_t n, std::uint32_t j) {
+// join again, noting the first token in each segment it passes and its
+// output there. False when the sums cannot hold it.
+TANDEM_HD bool gather_entries(GatherShared& s, const std::uint8_t* in, std::uint32_t n, std::uint32_t j) {
   std::uint32_t p = s.chains.leave[j];
   std::uint32_t seg = j;
+  std::uint32_t sum = 0;
   while (p < kChainLast) {
     const std::uint32_t k = p / kGatherSegment;
     if (k != seg) {
+      if (seg != j) s.at[seg] += sum;
+      sum = 0;
       s.entry[k] = static_cast<std::uint16_t>(p);
       seg = k;
     }
-    if (gather_marked(s, p)) return;
+    if (gather_marked(s, p)) {
+      const std::uint32_t suffix = gather_suffix(s, k, p);
+      return suffix != kTooManyBytes && gather_add(s, k, sum + suffix);
+    }
     std::uint32_t bytes;
     p = gather_next(in, n, p, &bytes);
+    sum += bytes;
   }
+  if (seg != j) s.at[seg] += sum;
+  return true;
 }
 
 // Sets bits [lo, hi) of a bitmap.
@@ -266,6 +304,7 @@ TANDEM_HD ItemStatus decode_block_gather(const Block<kGatherWarps>& b, GatherSha
       s.starts[k] = 0;
     }
     s.entry[t] = static_cast<std::uint16_t>(t == 0 ? 0 : kNoEntry);
+    s.at[t] = 0;
     if (t == 0) {
       s.fail = 0;
       s.more[0] = s.more[1] = s.more[2] = 0;
@@ -278,13 +317,18 @@ TANDEM_HD ItemStatus decode_block_gather(const Block<kGatherWarps>& b, GatherSha
     const std::uint32_t end = start + kGatherSegment < n ? start + kGatherSegment : n;
     std::uint64_t marks = 0;
     std::uint32_t p = start;
+    std::uint32_t sum = 0;
+    std::uint32_t t = 0;
     while (p < end) {
       marks |= std::uint64_t{1} << (p - start);
+      s.chains.before[t++][j] = static_cast<std::uint16_t>(sum);
       std::uint32_t bytes;
       p = gather_next(copy, n, p, &bytes);
+      sum += bytes;
     }
     s.chains.marks[j] = marks;
     s.chains.leave[j] = p;
+    s.chains.bytes[j] = sum > 0xffff ? kTooManyBytes : sum;
   });
   b.sync();
 
@@ -295,24 +339,26 @@ TANDEM_HD ItemStatus decode_block_gather(const Block<kGatherWarps>& b, GatherSha
     std::uint32_t seg = j;
     std::uint32_t notes = 0;
     std::uint32_t steps = 0;
+    std::uint32_t sum = 0;
     while (p < kChainLast) {
       const std::uint32_t k = p / kGatherSegment;
       if (k != seg) {
+        if (notes > 0 && notes <= kGatherNoted) s.chains.noted_bytes[notes - 1][j] = sum;
+        sum = 0;
         if (notes < kGatherNoted) s.chains.noted[notes][j] = p;
         ++notes;
         seg = k;
       }
-      if (gather_marked(s, p)) {
-        p = k;
-        break;
-      }
+      if (gather_marked(s, p)) break;
       if (++steps > kGatherReach) {
         p = kChainTooLong;
         break;
       }
       std::uint32_t bytes;
       p = gather_next(copy, n, p, &bytes);
+      sum += bytes;
     }
+    if (notes > 0 && notes <= kGatherNoted) s.chains.noted_bytes[notes - 1][j] = sum;
     s.chains.join[j] = p;
     s.chains.notes[j] = notes;
   });
@@ -322,9 +368,11 @@ TANDEM_HD ItemStatus decode_block_gather(const Block<kGatherWarps>& b, GatherSha
   // from each segment and where it leaves the window ...
   b.warps([&](const Warp& w, int warp) {
     const std::uint32_t first = static_cast<std::uint32_t>(warp) * simt::kWarpSize;
+    // The segment each chain joins, or its kChain stop.
     const Lanes<std::uint32_t> join = w.map([&](int l) {
       const std::uint32_t j = first + static_cast<std::uint32_t>(l);
-      return j < segments ? s.chains.join[j] : kChainBad;
+      const std::uint32_t at = j < segments ? s.chains.join[j] : kChainBad;
+      return at < kChainLast ? at / kGatherSegment : at;
     });
     // The next segment of the path within the window; itself at its end.
     Lanes<int> next = w.map([&](int l) {
@@ -361,36 +409,30 @@ TANDEM_HD ItemStatus decode_block_gather(const Block<kGatherWarps>& b, GatherSha
   b.sync();
   if (s.fail) return fallback();
 
-  // Step 4.
+  // Step 4, and each segment's output: what the chains on the path put in
+  // it (segment 0's chain all its own).
   gather_threads(b, [&](std::uint32_t j) {
     if (j >= segments || !((s.chains.path[j / simt::kWarpSize] >> (j % simt::kWarpSize)) & 1)) return;
+    if (j == 0 && !gather_add(s, 0, s.chains.bytes[0])) s.fail = 1;
     const std::uint32_t notes = s.chains.notes[j];
     if (notes > kGatherNoted) {
-      gather_entries(s, copy, n, j);
+      if (!gather_entries(s, copy, n, j)) s.fail = 1;
       return;
     }
     for (std::uint32_t k = 0; k < notes; ++k) {
       const std::uint32_t p = s.chains.noted[k][j];
       s.entry[p / kGatherSegment] = static_cast<std::uint16_t>(p);
+      s.at[p / kGatherSegment] += s.chains.noted_bytes[k][j];
     }
+    const std::uint32_t y = s.chains.join[j];
+    if (y < kChainLast && !gather_add(s, y / kGatherSegment, gather_suffix(s, y / kGatherSegment, y))) s.fail = 1;
   });
   b.sync();
+  if (s.fail) return fallback();
 
-  // Step 5: each segment's output size, and the prefix sum within a warp ...
+  // Step 5: the prefix sum of the segments' sizes, within a warp ...
   b.warps([&](const Warp& w, int warp) {
-    const Lanes<std::uint32_t> size = w.map([&](int l) {
-      const std::uint32_t j = static_cast<std::uint32_t>(warp) * simt::kWarpSize + static_cast<std::uint32_t>(l);
-      std::uint32_t p = s.entry[j];
-      if (j >= segments || p == kNoEntry) return std::uint32_t{0};
-      const std::uint32_t end = (j + 1) * kGatherSegment;
-      std::uint32_t bytes = 0;
-      while (p < end) {
-        std::uint32_t more;
-        p = gather_next(copy, n, p, &more);
-        bytes += more;
-      }
-      return bytes;
-    });
+    const Lanes<std::uint32_t> size = w.map([&](int l) { return s.at[warp * simt::kWarpSize + l]; });
     const Lanes<std::uint32_t> before = w.exclusive_sum(size);
     w.each([&](int l) { s.at[warp * simt::kWarpSize + l] = before[l]; });
     const std::uint32_t sum = w.sum(size);
