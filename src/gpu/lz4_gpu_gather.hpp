@@ -548,24 +548,30 @@ TANDEM_HD ItemStatus decode_block_gather(const Block<kGatherWarps>& b, GatherSha
         r = s.last_start[w];
         for (std::uint32_t k = w / (kGatherWords / kGatherWarps); r == 0 && k > 0; --k) r = s.warp_total[k - 1];
       }
-      std::uint32_t first = s.source[r];
+      // The 4 sources as they stand (a run's first byte's is final), and
+      // those of the others from their run's first.
+#if defined(__CUDA_ARCH__)
+      const std::uint64_t old = *reinterpret_cast<const std::uint64_t*>(s.source + i0);
+#else
+      std::uint64_t old;
+      std::memcpy(&old, s.source + i0, 8);  // inside the array: i0 + 4 <= kGatherMaxOut
+#endif
+      std::uint32_t first = (here & 1) ? static_cast<std::uint32_t>(old & 0xffff) : s.source[r];
       std::uint64_t sources = 0;
       TANDEM_UNROLL
       for (std::uint32_t k = 0; k < 4; ++k) {
         const std::uint32_t i = i0 + k;
-        std::uint32_t v = 0;
-        if (i >= total) {
-          // past the output: nothing to write
-        } else if ((here >> k) & 1) {
+        std::uint32_t v = static_cast<std::uint32_t>(old >> (16 * k)) & 0xffff;
+        if ((here >> k) & 1) {
           r = i;
-          first = s.source[i];
-          v = first;
-        } else if ((literal >> k) & 1) {
-          v = first + (i - r);
+          first = v;
         } else {
-          const std::uint32_t offset = r - first;
           const std::uint32_t d = i - r;
-          v = first + (d < offset ? d : d % offset);
+          v = first + d;
+          if (!((literal >> k) & 1)) {
+            const std::uint32_t offset = r - first;
+            if (d >= offset && i < total) v = first + d % offset;
+          }
         }
         sources |= static_cast<std::uint64_t>(v & 0xffff) << (16 * k);
       }
