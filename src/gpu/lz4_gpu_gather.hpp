@@ -210,6 +210,19 @@ struct GatherShared {
   std::uint32_t more[3];  // step 7: a chase is left unfinished, by pass modulo 3
 };
 
+// The lane decoder, for blocks the gather decoder cannot vouch for: a call of
+// its own on the device, so that its registers do not weigh on the rest.
+#if defined(__CUDACC__)
+__host__ __device__ __noinline__
+#else
+inline
+#endif
+    ItemStatus
+    gather_fallback(const std::uint8_t* in, std::uint32_t n, std::uint8_t* out, std::uint32_t cap,
+                    std::uint32_t* out_size) {
+  return decode_block_lanes(Warp{}, in, n, out, cap, out_size);
+}
+
 // Runs f(thread) for each of the block's threads.
 template <class F>
 TANDEM_HD void gather_threads(const Block<kGatherWarps>& b, F f) {
@@ -286,7 +299,8 @@ TANDEM_HD ItemStatus decode_block_gather(const Block<kGatherWarps>& b, GatherSha
   const auto fallback = [&]() {
     ItemStatus status = ItemStatus::ok;
     b.warps([&](const Warp& w, int warp) {
-      if (warp == 0) status = decode_block_lanes(w, in, n, out, cap, out_size);
+      (void)w;
+      if (warp == 0) status = gather_fallback(in, n, out, cap, out_size);
     });
     return status;
   };
