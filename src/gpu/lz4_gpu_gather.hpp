@@ -633,21 +633,24 @@ TANDEM_HD ItemStatus decode_block_gather(const Block<kGatherWarps>& b, GatherSha
         for (std::uint32_t k = 0; k < count; ++k) {
           std::uint32_t x = static_cast<std::uint32_t>(sources >> (16 * k)) & 0xffff;
           if (!((literal >> k) & 1)) {
-            // Follows the sources from i0 + k to a literal, halving the path.
-            std::uint32_t hops = 0;
-            while (!is_literal(x) && hops < kGatherHops) {
+            // Follows the sources from i0 + k to a literal, halving the path;
+            // the byte's own source changes only if the chase went further.
+            const std::uint32_t own = x;
+            bool reached = is_literal(x);
+            for (std::uint32_t hops = 0; !reached && hops < kGatherHops; hops += 2) {
               const std::uint32_t y = s.source[x];
               if (is_literal(y)) {
                 x = y;
+                reached = true;
                 break;
               }
               const std::uint32_t z = s.source[y];
               s.source[x] = static_cast<std::uint16_t>(z);
               x = z;
-              hops += 2;
+              reached = is_literal(x);
             }
-            s.source[i0 + k] = static_cast<std::uint16_t>(x);
-            if (!is_literal(x)) {
+            if (x != own) s.source[i0 + k] = static_cast<std::uint16_t>(x);
+            if (!reached) {
               whole = false;
               continue;
             }
