@@ -380,7 +380,7 @@ constexpr std::size_t kDecodeLanesMax = 16 * 1024;
 // it needs most of a multiprocessor's shared memory, so where blocks are
 // many and light the wide decoder's many thread blocks a multiprocessor
 // win. Measured on silesia7 (H100, GB/s, wide against gather): 32K 107.0
-// against 73.2, 64K 79.1 against 99.3 (105.9 since).
+// against 73.2, 64K 79.1 against 99.3 (107.2 since).
 constexpr std::size_t kDecodeWideMax = 32 * 1024;
 // Batches whose blocks decode to more than this run the window decoder,
 // whose parse spreads over several warps: there are fewer blocks than the
