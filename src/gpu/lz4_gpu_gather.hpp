@@ -670,6 +670,9 @@ TANDEM_HD ItemStatus decode_block_gather(const Block<kGatherWarps>& b, GatherSha
     });
     b.sync();
     if (!s.more[pass % 3]) break;
+    // Sources only ever lead to earlier bytes, so every chase ends within
+    // kGatherMaxOut / (kGatherHops / 2) passes; past that, take no chance.
+    if (pass + 1 == kGatherMaxOut / (kGatherHops / 2)) return fallback();
   }
  
   *out_size = total;

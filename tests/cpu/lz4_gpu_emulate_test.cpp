@@ -386,6 +386,82 @@ TEST(EmulatedLz4, DecodesChainsOfMatchesCopyingMatches) {
   }
 }
 
+// An LZ4 block written sequence by sequence.
+struct BlockWriter {
+  Bytes block;
+  Bytes output;  // what it decodes to
+  void length(std::size_t extra) {
+    for (; extra >= 255; extra -= 255) block.push_back(255);
+    block.push_back(static_cast<std::uint8_t>(extra));
+  }
+  // Literals, then a match of ml bytes from `offset` back (ml 0: the last
+  // sequence, literals only).
+  void sequence(const Bytes& literals, std::size_t offset, std::size_t ml) {
+    const std::size_t lit = literals.size();
+    const std::size_t m = ml ? ml - 4 : 0;
+    block.push_back(static_cast<std::uint8_t>((std::min<std::size_t>(lit, 15) << 4) | std::min<std::size_t>(m, 15)));
+    if (lit >= 15) length(lit - 15);
+    block.insert(block.end(), literals.begin(), literals.end());
+    output.insert(output.end(), literals.begin(), literals.end());
+    if (!ml) return;
+    block.push_back(static_cast<std::uint8_t>(offset & 0xff));
+    block.push_back(static_cast<std::uint8_t>(offset >> 8));
+    if (m >= 15) length(m - 15);
+    for (std::size_t k = 0; k < ml; ++k) output.push_back(output[output.size() - offset]);
+  }
+};
+
+// Blocks of up to 64 KiB at the gather decoder's edges (its 64-byte
+// segments, its 16-bit sources, the runs it resolves a word of bits at a
+// time), decoded by every shape: the bytes written, the same as liblz4's
+// where the block keeps liblz4's end-of-block rules, and into one byte too
+// few, the same status from every shape.
+TEST(EmulatedLz4, BlocksAtTheGatherDecodersEdges) {
+  std::vector<std::pair<std::string, BlockWriter>> blocks;
+  const Bytes last(12, 'z');  // the end-of-block rules: 12 bytes after the last match
+  {
+    // 65,536 input bytes, the last of them an empty last sequence's token.
+    BlockWriter b;
+    b.sequence(tandem::test::lz4_test_data(0, 65000, 1), 1, 4);
+    while (b.block.size() + 3 + 7 <= 65535) b.sequence({}, 1 + b.block.size() % 7, 4);
+    // 3 to 9 bytes left: a sequence of 3 bytes and 0 to 6 literals.
+    b.sequence(Bytes(65535 - b.block.size() - 3, 'q'), 3, 4);
+    b.sequence({}, 0, 0);
+    blocks.emplace_back("input of 65,536 bytes ending in an empty literal run", b);
+  }
+  {
+    BlockWriter b;  // one byte repeated: a run of 65,529 bytes, offset 1
+    b.sequence({'a'}, 1, 65529);
+    b.sequence(Bytes(last.begin(), last.begin() + 6), 0, 0);
+    blocks.emplace_back("64 KiB of one byte", b);
+  }
+  for (const std::size_t period : {2u, 3u, 7u, 31u, 32u, 33u, 100u, 1000u, 4096u}) {
+    BlockWriter b;  // matches that overlap themselves, long and short, and copies of them
+    b.sequence(tandem::test::lz4_test_data(0, period, period), period, 5000);
+    for (std::size_t k = 0; b.output.size() + 300 < 60000; ++k) {
+      b.sequence(tandem::test::lz4_test_data(0, k % 20, k), 1 + (k * 7919) % b.output.size(), 4 + k % 200);
+    }
+    b.sequence(last, 0, 0);
+    blocks.emplace_back("period " + std::to_string(period), b);
+  }
+  for (auto& [name, b] : blocks) {
+    SCOPED_TRACE(name);
+    ASSERT_LE(b.output.size(), std::size_t{65536});
+    if (b.block.size() < 65536) {  // the first ends with a match 3 bytes before its end
+      const std::optional<Bytes> ref = lz4_decode(b.block, b.output.size());
+      ASSERT_TRUE(ref.has_value());
+      ASSERT_TRUE(*ref == b.output);
+    } else {
+      ASSERT_EQ(b.block.size(), std::size_t{65536});
+    }
+    const Decoded d = decode(b.block, b.output.size());
+    EXPECT_EQ(d.status, ItemStatus::ok);
+    EXPECT_TRUE(d.out == b.output);
+    const Decoded short_of_one = decode(b.block, b.output.size() - 1);
+    EXPECT_NE(short_of_one.status, ItemStatus::ok);
+  }
+}
+
 // ------------------------------------------------- malformed input ----
 
 TEST(EmulatedLz4, HandBuiltBlocksGetTheirExactStatus) {
