@@ -202,13 +202,13 @@ struct GatherShared {
   };
   std::uint32_t literal[kGatherWords];  // bit i: output byte i is a literal
   std::uint32_t starts[kGatherWords];   // bit i: a run (literals or a match) starts at output byte i
-  std::uint16_t last_start[kGatherWords];  // the last start in words 0 to w
+  std::uint16_t last_start[kGatherWords];  // the last start in the words from its warp's first to w
   std::uint16_t entry[kGatherThreads];  // the block's first token in each segment, or kNoEntry
   std::uint32_t at[kGatherThreads];     // each segment's output: its size, then its position
-  std::uint32_t warp_total[kGatherWarps];
+  std::uint32_t warp_total[kGatherWarps];  // a warp's: output (step 5), then last start (step 7)
   std::uint32_t total;
   std::uint32_t fail;
-  std::uint32_t more[3];  // step 7: a chase is left unfinished, by pass modulo 3
+  std::uint32_t more[3];  // step 8: a chase is left unfinished, by pass modulo 3
 };
 
 // The lane decoder, for blocks the gather decoder cannot vouch for: a call of
