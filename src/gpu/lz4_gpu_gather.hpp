@@ -564,13 +564,9 @@ TANDEM_HD ItemStatus decode_block_gather(const Block<kGatherWarps>& b, GatherSha
         for (std::uint32_t k = w / (kGatherWords / kGatherWarps); r == 0 && k > 0; --k) r = s.warp_total[k - 1];
       }
       // The 4 sources as they stand (a run's first byte's is final), and
-      // those of the others from their run's first.
-#if defined(__CUDA_ARCH__)
-      const std::uint64_t old = *reinterpret_cast<const std::uint64_t*>(s.source + i0);
-#else
-      std::uint64_t old;
-      std::memcpy(&old, s.source + i0, 8);  // inside the array: i0 + 4 <= kGatherMaxOut
-#endif
+      // those of the others from their run's first. (i0 + 4 <= kGatherMaxOut:
+      // the load stays inside the array.)
+      const std::uint64_t old = simt::load_aligned_u64(s.source + i0);
       std::uint32_t first = (here & 1) ? static_cast<std::uint32_t>(old & 0xffff) : s.source[r];
       std::uint64_t sources = 0;
       TANDEM_UNROLL
@@ -591,11 +587,7 @@ TANDEM_HD ItemStatus decode_block_gather(const Block<kGatherWarps>& b, GatherSha
         sources |= static_cast<std::uint64_t>(v & 0xffff) << (16 * k);
       }
       if (i0 + 4 <= total) {
-#if defined(__CUDA_ARCH__)
-        *reinterpret_cast<std::uint64_t*>(s.source + i0) = sources;
-#else
-        std::memcpy(s.source + i0, &sources, 8);
-#endif
+        simt::store_aligned_u64(s.source + i0, sources);
       } else {
         for (std::uint32_t k = 0; i0 + k < total; ++k) {
           s.source[i0 + k] = static_cast<std::uint16_t>(sources >> (16 * k));
@@ -617,17 +609,8 @@ TANDEM_HD ItemStatus decode_block_gather(const Block<kGatherWarps>& b, GatherSha
       for (std::uint32_t i0 = 4 * t; i0 < total; i0 += 4 * kGatherThreads) {
         const std::uint32_t literal = (s.literal[i0 / 32] >> (i0 % 32)) & 15;
         const std::uint32_t count = total - i0 < 4 ? total - i0 : 4;
-        std::uint64_t sources;
-        if (count == 4) {
-#if defined(__CUDA_ARCH__)
-          sources = *reinterpret_cast<const std::uint64_t*>(s.source + i0);
-#else
-          std::memcpy(&sources, s.source + i0, 8);
-#endif
-        } else {
-          sources = 0;
-          for (std::uint32_t k = 0; k < count; ++k) sources |= static_cast<std::uint64_t>(s.source[i0 + k]) << (16 * k);
-        }
+        // (Entries past the output are read but not used.)
+        const std::uint64_t sources = simt::load_aligned_u64(s.source + i0);
         std::uint32_t word = 0;
         bool whole = true;
         for (std::uint32_t k = 0; k < count; ++k) {

@@ -171,11 +171,11 @@ __device__ __forceinline__ void decode_wide_item(const void* const* in_ptrs, con
                                                  const std::size_t* out_capacities, std::size_t* out_sizes,
                                                  ItemStatus* statuses) {
   using Shared = lz4k::WideShared<lz4k::kWideWarps>;
-  decode_block_item(static_shared<Shared>(), in_ptrs, in_sizes, num_items, out_ptrs, out_capacities, out_sizes, statuses,
-                            [](Shared& shared, const DecodeItem& d, std::uint32_t* size) {
-                              return lz4k::decode_block_wide(simt::Block<lz4k::kWideWarps>{}, shared, d.in, d.n,
-                                                             d.out, d.cap, size);
-                            });
+  decode_block_item(static_shared<Shared>(), in_ptrs, in_sizes, num_items, out_ptrs, out_capacities, out_sizes,
+                    statuses, [](Shared& shared, const DecodeItem& d, std::uint32_t* size) {
+                      return lz4k::decode_block_wide(simt::Block<lz4k::kWideWarps>{}, shared, d.in, d.n, d.out, d.cap,
+                                                     size);
+                    });
 }
 
 // The wide decoder in three register budgets. A batch with fewer items than
@@ -209,14 +209,14 @@ __global__ void __launch_bounds__(lz4k::kWindowWarps * 32)
                              void* const* out_ptrs, const std::size_t* out_capacities, std::size_t* out_sizes,
                              ItemStatus* statuses) {
   using Shared = lz4k::WindowShared<lz4k::kWindowWarps>;
-  decode_block_item(static_shared<Shared>(), in_ptrs, in_sizes, num_items, out_ptrs, out_capacities, out_sizes, statuses,
-                            [](Shared& shared, const DecodeItem& d, std::uint32_t* size) {
-                              return lz4k::decode_block_window(simt::Block<lz4k::kWindowWarps>{}, shared, d.in, d.n,
-                                                               d.out, d.cap, size);
-                            });
+  decode_block_item(static_shared<Shared>(), in_ptrs, in_sizes, num_items, out_ptrs, out_capacities, out_sizes,
+                    statuses, [](Shared& shared, const DecodeItem& d, std::uint32_t* size) {
+                      return lz4k::decode_block_window(simt::Block<lz4k::kWindowWarps>{}, shared, d.in, d.n, d.out,
+                                                       d.cap, size);
+                    });
 }
 
- // One thread block of 1024 threads per item, the gather decoder: for items
+// One thread block of 1024 threads per item, the gather decoder: for items
 // of up to 64 KiB, its shared memory (dynamic: more than 48 KiB) one
 // thread block a multiprocessor.
 __global__ void __launch_bounds__(lz4k::kGatherThreads, 1)

@@ -129,6 +129,25 @@ TANDEM_HD void store_aligned_u32(std::uint8_t* p, std::uint32_t v) {
 #endif
 }
 
+// An 8-byte load and store at an 8-aligned address.
+TANDEM_HD std::uint64_t load_aligned_u64(const void* p) {
+#if defined(__CUDA_ARCH__)
+  return *static_cast<const std::uint64_t*>(p);
+#else
+  std::uint64_t v;
+  std::memcpy(&v, p, 8);
+  return v;
+#endif
+}
+
+TANDEM_HD void store_aligned_u64(void* p, std::uint64_t v) {
+#if defined(__CUDA_ARCH__)
+  *static_cast<std::uint64_t*>(p) = v;
+#else
+  std::memcpy(p, &v, 8);
+#endif
+}
+
 // Bytes [shift, shift + 4) of the little-endian 8 bytes lo:hi (shift 0..3).
 TANDEM_HD std::uint32_t funnel(std::uint32_t lo, std::uint32_t hi, std::uint32_t shift) {
 #if defined(__CUDA_ARCH__)
