@@ -110,43 +110,29 @@ TANDEM_HD void prefetch_l1(const void* p) {
 #endif
 }
 
-// A 4-byte load from a 4-aligned address.
-TANDEM_HD std::uint32_t load_aligned_u32(const std::uint8_t* p) {
+// A load and a store of a T (4 or 8 bytes) at an address aligned to its size.
+template <class T>
+TANDEM_HD T load_aligned(const void* p) {
 #if defined(__CUDA_ARCH__)
-  return *reinterpret_cast<const std::uint32_t*>(p);
+  return *static_cast<const T*>(p);
 #else
-  std::uint32_t v;
-  std::memcpy(&v, p, 4);
+  T v;
+  std::memcpy(&v, p, sizeof v);
   return v;
 #endif
 }
-
-TANDEM_HD void store_aligned_u32(std::uint8_t* p, std::uint32_t v) {
+template <class T>
+TANDEM_HD void store_aligned(void* p, T v) {
 #if defined(__CUDA_ARCH__)
-  *reinterpret_cast<std::uint32_t*>(p) = v;
+  *static_cast<T*>(p) = v;
 #else
-  std::memcpy(p, &v, 4);
+  std::memcpy(p, &v, sizeof v);
 #endif
 }
-
-// An 8-byte load and store at an 8-aligned address.
-TANDEM_HD std::uint64_t load_aligned_u64(const void* p) {
-#if defined(__CUDA_ARCH__)
-  return *static_cast<const std::uint64_t*>(p);
-#else
-  std::uint64_t v;
-  std::memcpy(&v, p, 8);
-  return v;
-#endif
-}
-
-TANDEM_HD void store_aligned_u64(void* p, std::uint64_t v) {
-#if defined(__CUDA_ARCH__)
-  *static_cast<std::uint64_t*>(p) = v;
-#else
-  std::memcpy(p, &v, 8);
-#endif
-}
+TANDEM_HD std::uint32_t load_aligned_u32(const std::uint8_t* p) { return load_aligned<std::uint32_t>(p); }
+TANDEM_HD void store_aligned_u32(std::uint8_t* p, std::uint32_t v) { store_aligned<std::uint32_t>(p, v); }
+TANDEM_HD std::uint64_t load_aligned_u64(const void* p) { return load_aligned<std::uint64_t>(p); }
+TANDEM_HD void store_aligned_u64(void* p, std::uint64_t v) { store_aligned<std::uint64_t>(p, v); }
 
 // Bytes [shift, shift + 4) of the little-endian 8 bytes lo:hi (shift 0..3).
 TANDEM_HD std::uint32_t funnel(std::uint32_t lo, std::uint32_t hi, std::uint32_t shift) {
