@@ -1,10 +1,14 @@
-// The LZ4 block encoder that the GPU runs, in two steps that fill the device
+// The LZ4 block encoder that the GPU runs, in steps that fill the device
 // whatever the block size.
 //
-// Step 1, find (a warp per segment): a block is cut into segments of
-// kSegmentSize bytes, and every segment of every block gets its own warp. The
-// warp first hashes every kPrimeStride-th position of the kPrimeBytes before
-// its segment into its hash table (so matches reach back across the segment
+// Step 0, seed (a warp per segment): a block is cut into segments of
+// kSegmentSize bytes. In a block of more than one, each segment but the last
+// gets a warp that hashes every kPrimeStride-th position of the segment into
+// a table of its own, its seed table.
+//
+// Step 1, find (a warp per segment): every segment of every block gets its
+// own warp. The warp first fills its hash table from the seed tables of the
+// kPrimeBytes before its segment (so matches reach back across the segment
 // boundary), then walks its segment
 // 32 positions at a time: for all 32 at once it hashes the next 4 bytes,
 // takes the newest earlier position with the same hash (from the table, or
@@ -78,7 +82,10 @@ inline constexpr std::uint32_t kMaxOffset = 65535;
 //  - 8 KiB primed with 16 KiB, every 2nd: 64K 1.050x, 34.9 / 26.6.
 //  - 16 KiB primed with 16 KiB, every 3rd: 64K 1.045x, 35.4 / 24.3.
 // Earlier, with 2^13-entry tables: 4 KiB segments primed with 8 KiB gave
-// 1.084x at 64K.
+// 1.084x at 64K. Each warp then hashed the bytes before its segment itself;
+// with the seed tables (each byte hashed once, not once for each of the 3
+// segments that look back at it) 8 KiB primed with 24 KiB went from 50.4 to
+// 56.2 GB/s at 64K and from 49.0 to 56.3 at 256K, the same size.
 inline constexpr std::uint32_t kSegmentSize = 8192;
 inline constexpr std::uint32_t kPrimeBytes = 24576;
 // Hash tables: 2^11 entries for blocks up to 4 KiB, 2^12 above. The encoder
@@ -94,7 +101,7 @@ inline constexpr int kLargeHashLog = 12;
 inline constexpr std::size_t kSmallTableLimit = 4096;
 TANDEM_HD constexpr int hash_log_for(std::size_t n) { return n <= kSmallTableLimit ? kSmallHashLog : kLargeHashLog; }
 TANDEM_HD constexpr std::size_t table_bytes(int hash_log) { return (std::size_t{1} << hash_log) * sizeof(std::uint16_t); }
-// The priming hashes every kPrimeStride-th position before the segment: a
+// The seeds hold every kPrimeStride-th position before the segment: a
 // match into that stretch is still found, at most kPrimeStride - 1 bytes late
 // (the backward extension recovers its start), unless it is that short.
 // Measured on silesia7 in 64 KiB blocks (16 KiB segments) against liblz4's
@@ -103,6 +110,8 @@ TANDEM_HD constexpr std::size_t table_bytes(int hash_log) { return (std::size_t{
 inline constexpr std::uint32_t kPrimeStride = 3;
 static_assert(kPrimeBytes + kSegmentSize <= 65536, "table positions are 16 bits");
 static_assert(kSegmentSize < 65536, "a record's lengths are 16 bits");
+static_assert(kPrimeBytes % kSegmentSize == 0, "a segment primes from whole segments' seeds");
+static_assert(kSegmentSize > kSmallTableLimit, "blocks of more than one segment have the large tables");
 
 // One sequence as step 1 found it: `lit` literals since the previous match's
 // end (or the segment's start), then a match of `ml` bytes `offset` back.
@@ -124,23 +133,28 @@ TANDEM_HD constexpr std::size_t segment_count(std::size_t n) { return (n + kSegm
 
 // The temporary storage of a compression call: for each of num_items items,
 // room for the records and the summary of segment_count(max_item_size)
-// segments; records first, then the summaries, then (when there are
-// segments) the counter from which the find kernel's warps take them. False
-// when it would not fit a size_t.
+// segments; records first, then the summaries, then (when items have more
+// than one segment) a seed table a segment (16-aligned), then (when there
+// are segments) the counter from which the find kernel's warps take them.
+// False when it would not fit a size_t.
 struct EncodeTemp {
   std::size_t segments_per_item;
   std::size_t records_bytes;  // where the summaries start
+  std::size_t seeds_at;       // where the seed tables start (when segments_per_item > 1)
   std::size_t counter_at;     // where the counter is (8-aligned)
   std::size_t total_bytes;
 };
+inline constexpr std::uint32_t kSeedEntries = 1u << kLargeHashLog;
 inline bool encode_temp_layout(std::size_t num_items, std::size_t max_item_size, EncodeTemp* t) {
   t->segments_per_item = segment_count(max_item_size);
-  const std::size_t per_segment = kMaxSegmentRecords * sizeof(SeqRecord) + sizeof(SegmentSummary);
+  const std::size_t seed_bytes = t->segments_per_item > 1 ? kSeedEntries * sizeof(std::uint16_t) : 0;
+  const std::size_t per_segment = kMaxSegmentRecords * sizeof(SeqRecord) + sizeof(SegmentSummary) + seed_bytes + 16;
   const std::size_t limit = ~std::size_t{0};
   if (t->segments_per_item != 0 && num_items > limit / t->segments_per_item / per_segment) return false;
   const std::size_t segments = num_items * t->segments_per_item;
   t->records_bytes = segments * kMaxSegmentRecords * sizeof(SeqRecord);
-  t->counter_at = (t->records_bytes + segments * sizeof(SegmentSummary) + 7) / 8 * 8;
+  t->seeds_at = (t->records_bytes + segments * sizeof(SegmentSummary) + 15) / 16 * 16;
+  t->counter_at = t->seeds_at + segments * seed_bytes;
   t->total_bytes = segments > 0 ? t->counter_at + sizeof(unsigned long long) : 0;
   return true;
 }
@@ -225,6 +239,106 @@ TANDEM_HD void clear_table(const Warp& w, std::uint16_t* table) {
 #endif
 }
 
+// Step 0, seed (a warp per segment but a block's last): the segment's own
+// seed table, the newest of every kPrimeStride-th position from its start
+// per hash, as a position in the segment plus 1 (0: none). A later segment
+// of the block starts its table from the seed tables of the kPrimeSegments
+// segments before it (prime_table), so that matches reach back across its
+// start without its warp hashing those bytes again: each byte before a
+// segment is hashed once for all the segments that look back at it, not
+// once for each. Only blocks of more than one segment have seeds, and they
+// have tables of 2^kLargeHashLog entries.
+template <int HashLog>
+TANDEM_HD void seed_segment(const Warp& w, const std::uint8_t* in, std::uint32_t n, std::uint32_t seg,
+                            std::uint16_t* table, std::uint16_t* seed) {
+  const std::uint32_t seg_start = seg * kSegmentSize;
+  const std::uint32_t seg_end = n - seg_start < kSegmentSize ? n : seg_start + kSegmentSize;
+  clear_table<HashLog>(w, table);
+  w.sync();
+  // Two steps of 32 positions at a time, both steps' loads first.
+  constexpr std::uint32_t kStep = 32 * kPrimeStride;
+  for (std::uint32_t tile = seg_start; tile < seg_end; tile += 2 * kStep) {
+    const auto keys_at = [&](std::uint32_t at) {
+      return w.map([&](int l) -> std::uint32_t {
+        const std::uint32_t q = at + kPrimeStride * static_cast<std::uint32_t>(l);
+        return q < seg_end ? hash4<HashLog>(simt::load_u32(in, n, q)) : 0x80000000u | static_cast<std::uint32_t>(l);
+      });
+    };
+    const Lanes<std::uint32_t> key[2] = {keys_at(tile), keys_at(tile + kStep)};
+    TANDEM_UNROLL
+    for (std::uint32_t k = 0; k < 2; ++k) {
+      const std::uint32_t at = tile + k * kStep;
+      const Lanes<std::uint32_t> peers = w.match_any(key[k]);
+      w.each([&](int l) {
+        // The newest position of each hash in the step.
+        const std::uint32_t q = at + kPrimeStride * static_cast<std::uint32_t>(l);
+        if (q < seg_end && (peers[l] >> l) == 1u) table[key[k][l]] = static_cast<std::uint16_t>(q - seg_start + 1);
+      });
+      w.sync();
+    }
+  }
+  constexpr std::size_t kTableBytes = table_bytes(HashLog);
+#if defined(__CUDA_ARCH__)
+  const uint4* from = reinterpret_cast<const uint4*>(table);
+  uint4* to = reinterpret_cast<uint4*>(seed);
+  w.each([&](int l) {
+    for (std::uint32_t i = static_cast<std::uint32_t>(l); i < kTableBytes / sizeof(uint4); i += 32) to[i] = from[i];
+  });
+#else
+  std::memcpy(seed, table, kTableBytes);
+#endif
+  w.sync();
+}
+
+// Two entries of a seed table (v) over two of the table being primed (r):
+// each entry of v that is set, as a position after base, where its
+// segment starts `from` bytes after base.
+TANDEM_HD std::uint32_t seed_pair(std::uint32_t r, std::uint32_t v, std::uint32_t from) {
+  const std::uint32_t lo = v & 0xffffu;
+  const std::uint32_t hi = v >> 16;
+  if (lo) r = (r & 0xffff0000u) | (lo - 1 + from);
+  if (hi) r = (r & 0xffffu) | ((hi - 1 + from) << 16);
+  return r;
+}
+
+// A warp's table for segment seg, its positions after base: for each hash,
+// the newest position of the seed tables of the segments from base to seg
+// (0, as a cleared table, where none has one).
+template <int HashLog>
+TANDEM_HD void prime_table(const Warp& w, const std::uint16_t* seeds, std::uint32_t seg, std::uint32_t base,
+                           std::uint16_t* table) {
+  constexpr std::uint32_t kEntries = 1u << HashLog;
+  const std::uint32_t first = base / kSegmentSize;
+#if defined(__CUDA_ARCH__)
+  uint4* t = reinterpret_cast<uint4*>(table);
+  w.each([&](int l) {
+    for (std::uint32_t i = static_cast<std::uint32_t>(l); i < kEntries / 8; i += 32) {
+      uint4 r = make_uint4(0, 0, 0, 0);
+      for (std::uint32_t j = first; j < seg; ++j) {
+        const uint4 v = __ldg(reinterpret_cast<const uint4*>(seeds + static_cast<std::size_t>(j) * kEntries) + i);
+        const std::uint32_t from = j * kSegmentSize - base;
+        r.x = seed_pair(r.x, v.x, from);
+        r.y = seed_pair(r.y, v.y, from);
+        r.z = seed_pair(r.z, v.z, from);
+        r.w = seed_pair(r.w, v.w, from);
+      }
+      t[i] = r;
+    }
+  });
+#else
+  (void)w;
+  for (std::uint32_t i = 0; i < kEntries / 2; ++i) {
+    std::uint32_t r = 0;
+    for (std::uint32_t j = first; j < seg; ++j) {
+      std::uint32_t v;
+      std::memcpy(&v, seeds + static_cast<std::size_t>(j) * kEntries + 2 * i, sizeof v);
+      r = seed_pair(r, v, j * kSegmentSize - base);
+    }
+    std::memcpy(table + 2 * i, &r, sizeof r);
+  }
+#endif
+}
+
 // The find steps read their input without prefetches: asking for the line
 // 2048 bytes ahead each step (which paid while the warp extended matches
 // byte by byte) cost more than it saved once the lanes compared words. On
@@ -246,10 +360,12 @@ inline constexpr std::uint32_t kLookBehindDone = 1u << 12;
 inline constexpr std::uint32_t kLookHit = 1u << 16;
 
 // Step 1 for segment `seg` of the block in[0, n): fills recs (room for
-// kMaxSegmentRecords) and *summary. table: the warp's 2^HashLog entries.
+// kMaxSegmentRecords) and *summary. table: the warp's 2^HashLog entries;
+// seeds: the block's seed tables (seed_segment), read for seg > 0.
 template <int HashLog>
 TANDEM_HD void find_segment_with(const Warp& w, const std::uint8_t* in, std::uint32_t n, std::uint32_t seg,
-                                 std::uint16_t* table, SeqRecord* recs, SegmentSummary* summary) {
+                                 const std::uint16_t* seeds, std::uint16_t* table, SeqRecord* recs,
+                                 SegmentSummary* summary) {
   const std::uint32_t seg_start = seg * kSegmentSize;
   const std::uint32_t seg_end = n - seg_start < kSegmentSize ? n : seg_start + kSegmentSize;
   std::uint32_t anchor = seg_start;  // where the literals of the next record start
@@ -264,30 +380,8 @@ TANDEM_HD void find_segment_with(const Warp& w, const std::uint8_t* in, std::uin
           : 0;
   if (n > kMfLimit && match_limit >= seg_start + kEncMinMatch && last_start >= seg_start) {
     const std::uint32_t base = seg_start > kPrimeBytes ? seg_start - kPrimeBytes : 0;
-    clear_table<HashLog>(w, table);
+    prime_table<HashLog>(w, seeds, seg, base, table);
     w.sync();
-    // The bytes before the segment: only their newest position per hash.
-    // Two steps of 32 positions at a time, both steps' loads first.
-    constexpr std::uint32_t kPrimeStep = 32 * kPrimeStride;
-    for (std::uint32_t tile = base; tile < seg_start; tile += 2 * kPrimeStep) {
-      const auto keys_at = [&](std::uint32_t at) {
-        return w.map([&](int l) -> std::uint32_t {
-          const std::uint32_t q = at + kPrimeStride * static_cast<std::uint32_t>(l);
-          return q < seg_start ? hash4<HashLog>(simt::load_u32(in, n, q)) : 0x80000000u | static_cast<std::uint32_t>(l);
-        });
-      };
-      const Lanes<std::uint32_t> key[2] = {keys_at(tile), keys_at(tile + kPrimeStep)};
-      TANDEM_UNROLL
-      for (std::uint32_t k = 0; k < 2; ++k) {
-        const std::uint32_t at = tile + k * kPrimeStep;
-        const Lanes<std::uint32_t> peers = w.match_any(key[k]);
-        w.each([&](int l) {
-          const std::uint32_t q = at + kPrimeStride * static_cast<std::uint32_t>(l);
-          if (q < seg_start && (peers[l] >> l) == 1u) table[key[k][l]] = static_cast<std::uint16_t>(q - base);
-        });
-        w.sync();
-      }
-    }
     std::uint32_t cur = seg_start;  // positions before this one are inside the last match
     std::uint32_t tile = seg_start;
     while (tile <= last_start) {
@@ -430,11 +524,12 @@ TANDEM_HD void find_segment_with(const Warp& w, const std::uint8_t* in, std::uin
 // find_segment_with the table shape of the block's size; table has at least
 // table_bytes(hash_log_for(n)) bytes.
 TANDEM_HD void find_segment(const Warp& w, const std::uint8_t* in, std::uint32_t n, std::uint32_t seg,
-                            std::uint16_t* table, SeqRecord* recs, SegmentSummary* summary) {
+                            const std::uint16_t* seeds, std::uint16_t* table, SeqRecord* recs,
+                            SegmentSummary* summary) {
   if (hash_log_for(n) == kSmallHashLog) {
-    find_segment_with<kSmallHashLog>(w, in, n, seg, table, recs, summary);
+    find_segment_with<kSmallHashLog>(w, in, n, seg, seeds, table, recs, summary);
   } else {
-    find_segment_with<kLargeHashLog>(w, in, n, seg, table, recs, summary);
+    find_segment_with<kLargeHashLog>(w, in, n, seg, seeds, table, recs, summary);
   }
 }
 
