@@ -252,16 +252,19 @@ template <int HashLog>
 TANDEM_HD void seed_segment(const Warp& w, const std::uint8_t* in, std::uint32_t n, std::uint32_t seg,
                             std::uint16_t* table, std::uint16_t* seed) {
   const std::uint32_t seg_start = seg * kSegmentSize;
+  // The positions hashed: the segment's whose 4 bytes lie inside the block
+  // (all but where the block's last segment is shorter than 3 bytes).
   const std::uint32_t seg_end = n - seg_start < kSegmentSize ? n : seg_start + kSegmentSize;
+  const std::uint32_t end = seg_end + 3 <= n ? seg_end : n - 3;  // n > kSegmentSize here
   clear_table<HashLog>(w, table);
   w.sync();
   // Two steps of 32 positions at a time, both steps' loads first.
   constexpr std::uint32_t kStep = 32 * kPrimeStride;
-  for (std::uint32_t tile = seg_start; tile < seg_end; tile += 2 * kStep) {
+  for (std::uint32_t tile = seg_start; tile < end; tile += 2 * kStep) {
     const auto keys_at = [&](std::uint32_t at) {
       return w.map([&](int l) -> std::uint32_t {
         const std::uint32_t q = at + kPrimeStride * static_cast<std::uint32_t>(l);
-        return q < seg_end ? hash4<HashLog>(simt::load_u32(in, n, q)) : 0x80000000u | static_cast<std::uint32_t>(l);
+        return q < end ? hash4<HashLog>(simt::load_u32(in, n, q)) : 0x80000000u | static_cast<std::uint32_t>(l);
       });
     };
     const Lanes<std::uint32_t> key[2] = {keys_at(tile), keys_at(tile + kStep)};
@@ -272,7 +275,7 @@ TANDEM_HD void seed_segment(const Warp& w, const std::uint8_t* in, std::uint32_t
       w.each([&](int l) {
         // The newest position of each hash in the step.
         const std::uint32_t q = at + kPrimeStride * static_cast<std::uint32_t>(l);
-        if (q < seg_end && (peers[l] >> l) == 1u) table[key[k][l]] = static_cast<std::uint16_t>(q - seg_start + 1);
+        if (q < end && (peers[l] >> l) == 1u) table[key[k][l]] = static_cast<std::uint16_t>(q - seg_start + 1);
       });
       w.sync();
     }

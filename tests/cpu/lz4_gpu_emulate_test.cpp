@@ -8,6 +8,8 @@
 // capacity, so a write past it is caught even without ASan.
 #include <lz4.h>
 #include <lz4hc.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -16,10 +18,12 @@
 #include <memory>
 #include <optional>
 #include <random>
+#include <stdexcept>
 #include <string>
 
 #include "gpu/lz4_gpu_decode.hpp"
 #include "gpu/lz4_gpu_emulate.hpp"
+#include "gpu/lz4_gpu_encode.hpp"
 #include "support/lz4_block_cases.hpp"
 #include "support/test_support.hpp"
 
@@ -41,6 +45,34 @@ class ExactCopy {
 
  private:
   std::unique_ptr<std::uint8_t[]> mem_;
+};
+
+// A copy of n bytes that ends where an unreadable page starts, so that a read
+// past the input's end faults even without ASan.
+class PageEndCopy {
+ public:
+  explicit PageEndCopy(const Bytes& b) {
+    const auto page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
+    const std::size_t pages = (b.size() + page - 1) / page + 1;
+    size_ = pages * page;
+    void* m = mmap(nullptr, size_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (m == MAP_FAILED) throw std::runtime_error("mmap failed");
+    base_ = static_cast<std::uint8_t*>(m);
+    guard_ = base_ + (pages - 1) * page;
+    if (mprotect(guard_, page, PROT_NONE) != 0) throw std::runtime_error("mprotect failed");
+    if (!b.empty()) std::memcpy(guard_ - b.size(), b.data(), b.size());
+    data_ = guard_ - b.size();
+  }
+  ~PageEndCopy() { munmap(base_, size_); }
+  PageEndCopy(const PageEndCopy&) = delete;
+  PageEndCopy& operator=(const PageEndCopy&) = delete;
+  const std::uint8_t* get() const { return data_; }
+
+ private:
+  std::uint8_t* base_ = nullptr;
+  std::uint8_t* guard_ = nullptr;
+  const std::uint8_t* data_ = nullptr;
+  std::size_t size_ = 0;
 };
 
 constexpr std::size_t kBound = std::numeric_limits<std::size_t>::max();
@@ -196,6 +228,31 @@ TEST(EmulatedLz4, EncoderRoundTripsSilesiaChunks) {
     for (std::size_t i = 0; i < chunks.size(); ++i) {
       SCOPED_TRACE("chunk " + std::to_string(i) + " of " + std::to_string(chunk) + " bytes");
       expect_round_trip(chunks[i]);
+    }
+  }
+}
+
+// Blocks that end just past a segment of the encoder (kSegmentSize), where
+// the segment before the last is seeded with positions near the block's
+// end: the input ends at an unreadable page, so a read past it faults.
+TEST(EmulatedLz4, EncoderReadsNothingPastTheInputAtSegmentEdges) {
+  constexpr std::size_t kSeg = tandem::gpu::lz4k::kSegmentSize;
+  for (std::size_t segs : {std::size_t{1}, std::size_t{2}, std::size_t{3}, std::size_t{7}}) {
+    for (std::size_t extra : {0, 1, 2, 3, 4, 5, 12, 13}) {
+      const std::size_t n = segs * kSeg + extra;
+      for (int kind = 0; kind < tandem::test::kLz4DataKinds; ++kind) {
+        SCOPED_TRACE(std::string(tandem::test::lz4_data_kind_name(kind)) + " data of " + std::to_string(n) + " bytes");
+        const Bytes in = tandem::test::lz4_test_data(kind, n, 3000 + n);
+        const PageEndCopy src(in);
+        const std::size_t cap = tandem::gpu::lz4_max_compressed_size(n);
+        GuardedBuffer out(cap);
+        std::size_t size = 0;
+        const ItemStatus st = tandem::gpu::lz4_encode_block_emulated(src.get(), n, out.data(), cap, &size);
+        ASSERT_TRUE(st == ItemStatus::ok || st == ItemStatus::incompressible) << st;
+        const std::optional<Bytes> back = lz4_decode(out.prefix(size), n);
+        ASSERT_TRUE(back.has_value()) << "liblz4 refuses the block";
+        EXPECT_TRUE(*back == in);
+      }
     }
   }
 }
