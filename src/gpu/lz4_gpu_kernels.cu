@@ -79,7 +79,11 @@ __global__ void __launch_bounds__(find_warps(HashLog) * 32)
 }
 
 // Step 0: a warp per segment of the items of more than one segment, each
-// writing its seed table (lz4k::seed_segment) but an item's last.
+// writing its seed table (lz4k::seed_segment) but an item's last. A kernel
+// of its own: seeding in the find kernel, each warp seeding its segment and
+// then waiting on flags for the seeds it primes from, measured slower on the
+// H100 (silesia7 64K, 52.3 GB/s against 53.7), as did staging the segment in
+// shared memory first (55.4 against 56.0).
 constexpr int kSeedWarps = find_warps(lz4k::kLargeHashLog);
 __global__ void __launch_bounds__(kSeedWarps * 32)
     lz4_seed_kernel(const void* const* in_ptrs, const std::size_t* in_sizes, void* const* out_ptrs,
