@@ -243,11 +243,11 @@ TANDEM_HD void clear_table(const Warp& w, std::uint16_t* table) {
 // seed table, the newest of every kPrimeStride-th position from its start
 // per hash, as a position in the segment plus 1 (0: none). A later segment
 // of the block starts its table from the seed tables of the
-// kPrimeBytes / kSegmentSize segments before it (prime_table), so that matches reach back across its
-// start without its warp hashing those bytes again: each byte before a
-// segment is hashed once for all the segments that look back at it, not
-// once for each. Only blocks of more than one segment have seeds, and they
-// have tables of 2^kLargeHashLog entries.
+// kPrimeBytes / kSegmentSize segments before it (prime_table), so that
+// matches reach back across its start without its warp hashing those bytes
+// again: each byte before a segment is hashed once for all the segments
+// that look back at it, not once for each. Only blocks of more than one
+// segment have seeds, and they have tables of 2^kLargeHashLog entries.
 template <int HashLog>
 TANDEM_HD void seed_segment(const Warp& w, const std::uint8_t* in, std::uint32_t n, std::uint32_t seg,
                             std::uint16_t* table, std::uint16_t* seed) {
