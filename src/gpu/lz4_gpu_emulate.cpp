@@ -70,13 +70,15 @@ ItemStatus lz4_encode_block_emulated(const std::uint8_t* in, std::size_t in_size
   std::vector<lz4k::SeqRecord> records(static_cast<std::size_t>(segments) * lz4k::kMaxSegmentRecords);
   std::vector<lz4k::SegmentSummary> summaries(segments);
   std::vector<std::uint16_t> table(lz4k::table_bytes(lz4k::kLargeHashLog) / 2);
-  std::vector<std::uint16_t> seeds(segments > 1 ? static_cast<std::size_t>(segments) * lz4k::kSeedEntries : 0);
-  for (std::uint32_t s = 0; s + 1 < segments; ++s) {
-    lz4k::seed_segment<lz4k::kLargeHashLog>(w, in, n, s, table.data(),
-                                            seeds.data() + static_cast<std::size_t>(s) * lz4k::kSeedEntries);
+  std::vector<std::uint16_t> primes(segments > 1 ? static_cast<std::size_t>(segments) * lz4k::kPrimeEntries : 0);
+  if (segments > 1) {
+    std::vector<std::uint32_t> running(lz4k::kPrimeEntries);
+    for (std::uint32_t g = 0; g < lz4k::prime_group_count(segments); ++g) {
+      lz4k::prime_group(simt::Block<lz4k::kPrimeWarps>{}, in, n, g, running.data(), primes.data());
+    }
   }
   for (std::uint32_t s = 0; s < segments; ++s) {
-    lz4k::find_segment(w, in, n, s, seeds.data(), table.data(),
+    lz4k::find_segment(w, in, n, s, primes.data(), table.data(),
                        records.data() + static_cast<std::size_t>(s) * lz4k::kMaxSegmentRecords, &summaries[s]);
   }
   // A warp per segment (one for a block without any); the last one answers.

@@ -1,15 +1,15 @@
 // The LZ4 block encoder that the GPU runs, in steps that fill the device
 // whatever the block size.
 //
-// Step 0, seed (a warp per segment): a block is cut into segments of
-// kSegmentSize bytes. In a block of more than one, each segment but the last
-// gets a warp that hashes every kPrimeStride-th position of the segment into
-// a table of its own, its seed table.
+// Step 0, prime (a thread block per kPrimeGroup segments): a block is cut
+// into segments of kSegmentSize bytes. In a block of more than one, each
+// segment but the first gets a prime table: for each hash, the newest of
+// every kPrimeStride-th position of the kPrimeBytes before it.
 //
 // Step 1, find (a warp per segment): every segment of every block gets its
-// own warp. The warp first fills its hash table from the seed tables of the
-// kPrimeBytes before its segment (so matches reach back across the segment
-// boundary), then walks its segment
+// own warp. The warp first copies its segment's prime table into its hash
+// table (so matches reach back across the segment boundary), then walks its
+// segment
 // 32 positions at a time: for all 32 at once it hashes the next 4 bytes,
 // takes the newest earlier position with the same hash (from the table, or
 // from a lower lane of the same step through a match-any) and verifies the
@@ -83,9 +83,11 @@ inline constexpr std::uint32_t kMaxOffset = 65535;
 //  - 16 KiB primed with 16 KiB, every 3rd: 64K 1.045x, 35.4 / 24.3.
 // Earlier, with 2^13-entry tables: 4 KiB segments primed with 8 KiB gave
 // 1.084x at 64K. Each warp then hashed the bytes before its segment itself;
-// with the seed tables (each byte hashed once, not once for each of the 3
-// segments that look back at it) 8 KiB primed with 24 KiB went from 50.4 to
-// 56.2 GB/s at 64K and from 49.0 to 56.3 at 256K, the same size.
+// with a seed table of its own for each segment (each byte hashed once, not
+// once for each of the 3 segments that look back at it), merged by the find
+// warp, 8 KiB primed with 24 KiB went from 50.4 to 56.2 GB/s at 64K and from
+// 49.0 to 56.3 at 256K, the same size; with the prime tables (prime_group)
+// to 61.9 and 61.3.
 inline constexpr std::uint32_t kSegmentSize = 8192;
 inline constexpr std::uint32_t kPrimeBytes = 24576;
 // Hash tables: 2^11 entries for blocks up to 4 KiB, 2^12 above. The encoder
@@ -101,7 +103,7 @@ inline constexpr int kLargeHashLog = 12;
 inline constexpr std::size_t kSmallTableLimit = 4096;
 TANDEM_HD constexpr int hash_log_for(std::size_t n) { return n <= kSmallTableLimit ? kSmallHashLog : kLargeHashLog; }
 TANDEM_HD constexpr std::size_t table_bytes(int hash_log) { return (std::size_t{1} << hash_log) * sizeof(std::uint16_t); }
-// The seeds hold every kPrimeStride-th position before the segment: a
+// The primes hold every kPrimeStride-th position before the segment: a
 // match into that stretch is still found, at most kPrimeStride - 1 bytes late
 // (the backward extension recovers its start), unless it is that short.
 // Measured on silesia7 in 64 KiB blocks (16 KiB segments) against liblz4's
@@ -110,7 +112,7 @@ TANDEM_HD constexpr std::size_t table_bytes(int hash_log) { return (std::size_t{
 inline constexpr std::uint32_t kPrimeStride = 3;
 static_assert(kPrimeBytes + kSegmentSize <= 65536, "table positions are 16 bits");
 static_assert(kSegmentSize < 65536, "a record's lengths are 16 bits");
-static_assert(kPrimeBytes % kSegmentSize == 0, "a segment primes from whole segments' seeds");
+static_assert(kPrimeBytes % kSegmentSize == 0, "a segment primes from whole segments");
 static_assert(kSegmentSize > kSmallTableLimit, "blocks of more than one segment have the large tables");
 
 // One sequence as step 1 found it: `lit` literals since the previous match's
@@ -134,27 +136,27 @@ TANDEM_HD constexpr std::size_t segment_count(std::size_t n) { return (n + kSegm
 // The temporary storage of a compression call: for each of num_items items,
 // room for the records and the summary of segment_count(max_item_size)
 // segments; records first, then the summaries, then (when items have more
-// than one segment) a seed table a segment (16-aligned), then (when there
+// than one segment) a prime table a segment (16-aligned), then (when there
 // are segments) the counter from which the find kernel's warps take them.
 // False when it would not fit a size_t.
 struct EncodeTemp {
   std::size_t segments_per_item;
   std::size_t records_bytes;  // where the summaries start
-  std::size_t seeds_at;       // where the seed tables start (when segments_per_item > 1)
+  std::size_t primes_at;      // where the prime tables start (when segments_per_item > 1)
   std::size_t counter_at;     // where the counter is (8-aligned)
   std::size_t total_bytes;
 };
-inline constexpr std::uint32_t kSeedEntries = 1u << kLargeHashLog;
+inline constexpr std::uint32_t kPrimeEntries = 1u << kLargeHashLog;
 inline bool encode_temp_layout(std::size_t num_items, std::size_t max_item_size, EncodeTemp* t) {
   t->segments_per_item = segment_count(max_item_size);
-  const std::size_t seed_bytes = t->segments_per_item > 1 ? kSeedEntries * sizeof(std::uint16_t) : 0;
-  const std::size_t per_segment = kMaxSegmentRecords * sizeof(SeqRecord) + sizeof(SegmentSummary) + seed_bytes + 16;
+  const std::size_t prime_bytes = t->segments_per_item > 1 ? kPrimeEntries * sizeof(std::uint16_t) : 0;
+  const std::size_t per_segment = kMaxSegmentRecords * sizeof(SeqRecord) + sizeof(SegmentSummary) + prime_bytes + 16;
   const std::size_t limit = ~std::size_t{0};
   if (t->segments_per_item != 0 && num_items > limit / t->segments_per_item / per_segment) return false;
   const std::size_t segments = num_items * t->segments_per_item;
   t->records_bytes = segments * kMaxSegmentRecords * sizeof(SeqRecord);
-  t->seeds_at = (t->records_bytes + segments * sizeof(SegmentSummary) + 15) / 16 * 16;
-  t->counter_at = t->seeds_at + segments * seed_bytes;
+  t->primes_at = (t->records_bytes + segments * sizeof(SegmentSummary) + 15) / 16 * 16;
+  t->counter_at = t->primes_at + segments * prime_bytes;
   t->total_bytes = segments > 0 ? t->counter_at + sizeof(unsigned long long) : 0;
   return true;
 }
@@ -239,100 +241,97 @@ TANDEM_HD void clear_table(const Warp& w, std::uint16_t* table) {
 #endif
 }
 
-// Step 0, seed (a warp per segment but a block's last): the segment's own
-// seed table, the newest of every kPrimeStride-th position from its start
-// per hash, as a position in the segment plus 1 (0: none). A later segment
-// of the block starts its table from the seed tables of the
-// kPrimeBytes / kSegmentSize segments before it (prime_table), so that
-// matches reach back across its start without its warp hashing those bytes
-// again: each byte before a segment is hashed once for all the segments
-// that look back at it, not once for each. Only blocks of more than one
-// segment have seeds, and they have tables of 2^kLargeHashLog entries.
-template <int HashLog>
-TANDEM_HD void seed_segment(const Warp& w, const std::uint8_t* in, std::uint32_t n, std::uint32_t seg,
-                            std::uint16_t* table, std::uint16_t* seed) {
-  const std::uint32_t seg_start = seg * kSegmentSize;
-  // The positions hashed: the segment's whose 4 bytes lie inside the block
-  // (all but where the block's last segment is shorter than 3 bytes).
-  const std::uint32_t seg_end = n - seg_start < kSegmentSize ? n : seg_start + kSegmentSize;
-  const std::uint32_t end = seg_end + 3 <= n ? seg_end : n - 3;  // n > kSegmentSize here
-  clear_table<HashLog>(w, table);
-  w.sync();
-  // Two steps of 32 positions at a time, both steps' loads first.
-  constexpr std::uint32_t kStep = 32 * kPrimeStride;
-  for (std::uint32_t tile = seg_start; tile < end; tile += 2 * kStep) {
-    const auto keys_at = [&](std::uint32_t at) {
-      return w.map([&](int l) -> std::uint32_t {
-        const std::uint32_t q = at + kPrimeStride * static_cast<std::uint32_t>(l);
-        return q < end ? hash4<HashLog>(simt::load_u32(in, n, q)) : 0x80000000u | static_cast<std::uint32_t>(l);
-      });
-    };
-    const Lanes<std::uint32_t> key[2] = {keys_at(tile), keys_at(tile + kStep)};
-    TANDEM_UNROLL
-    for (std::uint32_t k = 0; k < 2; ++k) {
-      const std::uint32_t at = tile + k * kStep;
-      const Lanes<std::uint32_t> peers = w.match_any(key[k]);
-      w.each([&](int l) {
-        // The newest position of each hash in the step.
-        const std::uint32_t q = at + kPrimeStride * static_cast<std::uint32_t>(l);
-        if (q < end && (peers[l] >> l) == 1u) table[key[k][l]] = static_cast<std::uint16_t>(q - seg_start + 1);
-      });
-      w.sync();
-    }
-  }
-  // (Both 16-aligned: the copy is whole 16-byte words.)
-  simt::warp_copy_phased(w, reinterpret_cast<std::uint8_t*>(seed), reinterpret_cast<const std::uint8_t*>(table),
-                         static_cast<std::uint32_t>(table_bytes(HashLog)));
-  w.sync();
+// Step 0, prime (a thread block per kPrimeGroup segments of a block of more
+// than one): for each segment but the first, the table its find warp starts
+// from, so that matches reach back across the segment's start. For each
+// hash it holds the newest of every kPrimeStride-th position of the
+// kPrimeBytes before the segment, as a position after that stretch's start
+// (base), 0 where there is none (a cleared table's entry, verified like any
+// other before use). The thread block walks its segments in order, from
+// kPrimeBytes / kSegmentSize segments before its first: all its threads
+// hash a segment's positions into one running table, each entry the newest
+// position with its hash so far (plus 1; an atomic maximum, so the same in
+// any order), and the running table, less its entries older than the next
+// segment's base, is that segment's prime table. Each byte is hashed once
+// for all the segments that look back at it (once for each group of
+// kPrimeGroup a group's lead-in covers), and a find warp reads one table.
+// Only blocks of more than one segment have prime tables, and they have
+// tables of 2^kLargeHashLog entries. The tables are the ones the merged seed
+// tables of each segment gave before (a warp a segment hashing its own, the
+// find warp merging 3), the output the same; on the H100, silesia7 (GB/s,
+// seed tables / prime tables of 8 and 16 warps): 16K 57.2 / 62.8 / 62.5, 64K
+// 56.1 / 61.4 / 61.9, 256K 56.3 / 60.9 / 61.3, 1M 56.3 / 60.7 / 61.1.
+inline constexpr std::uint32_t kPrimeGroup = 8;
+inline constexpr int kPrimeWarps = 16;
+inline constexpr std::uint32_t kPrimeLead = kPrimeBytes / kSegmentSize;
+
+TANDEM_HD std::uint32_t prime_group_count(std::size_t segments) {
+  return static_cast<std::uint32_t>((segments + kPrimeGroup - 1) / kPrimeGroup);
 }
 
-// Two entries of a seed table (v) over two of the table being primed (r):
-// each entry of v that is set, as a position after base, where its
-// segment starts `from` bytes after base.
-TANDEM_HD std::uint32_t seed_pair(std::uint32_t r, std::uint32_t v, std::uint32_t from) {
-  const std::uint32_t lo = v & 0xffffu;
-  const std::uint32_t hi = v >> 16;
-  if (lo) r = (r & 0xffff0000u) | (lo - 1 + from);
-  if (hi) r = (r & 0xffffu) | ((hi - 1 + from) << 16);
-  return r;
-}
-
-// A warp's table for segment seg, its positions after base: for each hash,
-// the newest position of the seed tables of the segments from base to seg
-// (0, as a cleared table, where none has one).
-template <int HashLog>
-TANDEM_HD void prime_table(const Warp& w, const std::uint16_t* seeds, std::uint32_t seg, std::uint32_t base,
-                           std::uint16_t* table) {
-  constexpr std::uint32_t kEntries = 1u << HashLog;
-  const std::uint32_t first = base / kSegmentSize;
-#if defined(__CUDA_ARCH__)
-  uint4* t = reinterpret_cast<uint4*>(table);
-  w.each([&](int l) {
-    for (std::uint32_t i = static_cast<std::uint32_t>(l); i < kEntries / 8; i += 32) {
-      uint4 r = make_uint4(0, 0, 0, 0);
-      for (std::uint32_t j = first; j < seg; ++j) {
-        const uint4 v = __ldg(reinterpret_cast<const uint4*>(seeds + static_cast<std::size_t>(j) * kEntries) + i);
-        const std::uint32_t from = j * kSegmentSize - base;
-        r.x = seed_pair(r.x, v.x, from);
-        r.y = seed_pair(r.y, v.y, from);
-        r.z = seed_pair(r.z, v.z, from);
-        r.w = seed_pair(r.w, v.w, from);
-      }
-      t[i] = r;
-    }
+// Group `group` of the block in[0, n) (segments [group, group + 1) *
+// kPrimeGroup): writes the prime tables of its segments but segment 0, each
+// segment s's at primes + s * kPrimeEntries. running: 2^kLargeHashLog words
+// of the thread block's shared memory.
+TANDEM_HD void prime_group(const simt::Block<kPrimeWarps>& b, const std::uint8_t* in, std::uint32_t n,
+                           std::uint32_t group, std::uint32_t* running, std::uint16_t* primes) {
+  constexpr std::uint32_t kEntries = kPrimeEntries;
+  constexpr std::uint32_t kThreads = kPrimeWarps * simt::kWarpSize;
+  const std::uint32_t segments = static_cast<std::uint32_t>(segment_count(n));
+  const std::uint32_t first = group * kPrimeGroup;
+  const std::uint32_t last = first + kPrimeGroup < segments ? first + kPrimeGroup : segments;  // exclusive
+  const auto threads = [&](auto f) {
+    b.warps([&](const Warp& w, int warp) {
+      w.each([&](int l) { f(static_cast<std::uint32_t>(warp) * simt::kWarpSize + static_cast<std::uint32_t>(l)); });
+    });
+  };
+  threads([&](std::uint32_t t) {
+    for (std::uint32_t i = t; i < kEntries; i += kThreads) running[i] = 0;
   });
-#else
-  (void)w;
-  for (std::uint32_t i = 0; i < kEntries / 2; ++i) {
-    std::uint32_t r = 0;
-    for (std::uint32_t j = first; j < seg; ++j) {
-      std::uint32_t v;
-      std::memcpy(&v, seeds + static_cast<std::size_t>(j) * kEntries + 2 * i, sizeof v);
-      r = seed_pair(r, v, j * kSegmentSize - base);
+  b.sync();
+  // Segment k is hashed to prime segment k + 1: from the first segment whose
+  // positions the group's first prime table holds, to the one before its last.
+  for (std::uint32_t k = first > kPrimeLead ? first - kPrimeLead : 0; k + 1 < last; ++k) {
+    const std::uint32_t seg_start = k * kSegmentSize;
+    // The positions hashed: the segment's whose 4 bytes lie inside the block
+    // (all but where the block's last segment is shorter than 3 bytes).
+    const std::uint32_t seg_end = seg_start + kSegmentSize;  // k is not the block's last segment
+    const std::uint32_t end = seg_end + 3 <= n ? seg_end : n - 3;  // n > kSegmentSize here
+    threads([&](std::uint32_t t) {
+      for (std::uint32_t q = seg_start + kPrimeStride * t; q < end; q += kPrimeStride * kThreads) {
+        simt::atomic_max_block(&running[hash4<kLargeHashLog>(simt::load_u32(in, n, q))], q + 1);
+      }
+    });
+    b.sync();
+    const std::uint32_t s = k + 1;
+    if (s >= first) {
+      const std::uint32_t next_start = s * kSegmentSize;
+      const std::uint32_t base = next_start > kPrimeBytes ? next_start - kPrimeBytes : 0;
+      std::uint16_t* table = primes + static_cast<std::size_t>(s) * kEntries;
+      // 8 entries a thread at a time, one 16-byte store.
+      threads([&](std::uint32_t t) {
+        for (std::uint32_t i = 8 * t; i < kEntries; i += 8 * kThreads) {
+          std::uint32_t packed[4];
+          TANDEM_UNROLL
+          for (std::uint32_t j = 0; j < 4; ++j) {
+            const std::uint32_t lo = running[i + 2 * j];
+            const std::uint32_t hi = running[i + 2 * j + 1];
+            packed[j] = (lo > base ? lo - 1 - base : 0u) | (hi > base ? hi - 1 - base : 0u) << 16;
+          }
+          simt::store_aligned_u128(table + i, packed);
+        }
+      });
+      b.sync();
     }
-    std::memcpy(table + 2 * i, &r, sizeof r);
   }
-#endif
+}
+
+// A find warp's table for segment seg > 0 of its block: the segment's prime table.
+template <int HashLog>
+TANDEM_HD void load_prime(const Warp& w, const std::uint16_t* primes, std::uint32_t seg, std::uint16_t* table) {
+  simt::warp_copy_phased(w, reinterpret_cast<std::uint8_t*>(table),
+                         reinterpret_cast<const std::uint8_t*>(primes + static_cast<std::size_t>(seg) * kPrimeEntries),
+                         static_cast<std::uint32_t>(table_bytes(HashLog)));
 }
 
 // The find steps read their input without prefetches: asking for the line
@@ -357,10 +356,10 @@ inline constexpr std::uint32_t kLookHit = 1u << 16;
 
 // Step 1 for segment `seg` of the block in[0, n): fills recs (room for
 // kMaxSegmentRecords) and *summary. table: the warp's 2^HashLog entries;
-// seeds: the block's seed tables (seed_segment), read for seg > 0.
+// primes: the block's prime tables (prime_group), read for seg > 0.
 template <int HashLog>
 TANDEM_HD void find_segment_with(const Warp& w, const std::uint8_t* in, std::uint32_t n, std::uint32_t seg,
-                                 const std::uint16_t* seeds, std::uint16_t* table, SeqRecord* recs,
+                                 const std::uint16_t* primes, std::uint16_t* table, SeqRecord* recs,
                                  SegmentSummary* summary) {
   const std::uint32_t seg_start = seg * kSegmentSize;
   const std::uint32_t seg_end = n - seg_start < kSegmentSize ? n : seg_start + kSegmentSize;
@@ -376,7 +375,11 @@ TANDEM_HD void find_segment_with(const Warp& w, const std::uint8_t* in, std::uin
           : 0;
   if (n > kMfLimit && match_limit >= seg_start + kEncMinMatch && last_start >= seg_start) {
     const std::uint32_t base = seg_start > kPrimeBytes ? seg_start - kPrimeBytes : 0;
-    prime_table<HashLog>(w, seeds, seg, base, table);
+    if (seg == 0) {
+      clear_table<HashLog>(w, table);
+    } else {
+      load_prime<HashLog>(w, primes, seg, table);
+    }
     w.sync();
     std::uint32_t cur = seg_start;  // positions before this one are inside the last match
     std::uint32_t tile = seg_start;
@@ -520,12 +523,12 @@ TANDEM_HD void find_segment_with(const Warp& w, const std::uint8_t* in, std::uin
 // find_segment_with the table shape of the block's size; table has at least
 // table_bytes(hash_log_for(n)) bytes.
 TANDEM_HD void find_segment(const Warp& w, const std::uint8_t* in, std::uint32_t n, std::uint32_t seg,
-                            const std::uint16_t* seeds, std::uint16_t* table, SeqRecord* recs,
+                            const std::uint16_t* primes, std::uint16_t* table, SeqRecord* recs,
                             SegmentSummary* summary) {
   if (hash_log_for(n) == kSmallHashLog) {
-    find_segment_with<kSmallHashLog>(w, in, n, seg, seeds, table, recs, summary);
+    find_segment_with<kSmallHashLog>(w, in, n, seg, primes, table, recs, summary);
   } else {
-    find_segment_with<kLargeHashLog>(w, in, n, seg, seeds, table, recs, summary);
+    find_segment_with<kLargeHashLog>(w, in, n, seg, primes, table, recs, summary);
   }
 }
 

@@ -52,7 +52,7 @@ __device__ __forceinline__ bool encode_item_valid(const void* in, std::size_t n,
 template <int HashLog>
 __global__ void __launch_bounds__(find_warps(HashLog) * 32)
     lz4_find_kernel(const void* const* in_ptrs, const std::size_t* in_sizes, void* const* out_ptrs,
-                    std::size_t num_items, std::size_t segments_per_item, const std::uint16_t* seeds,
+                    std::size_t num_items, std::size_t segments_per_item, const std::uint16_t* primes,
                     lz4k::SeqRecord* records, lz4k::SegmentSummary* summaries, unsigned long long* next) {
   extern __shared__ uint4 shared[];
   const int warp = static_cast<int>(threadIdx.x) / 32;
@@ -73,34 +73,35 @@ __global__ void __launch_bounds__(find_warps(HashLog) * 32)
       continue;
     }
     lz4k::find_segment(simt::Warp{}, in, static_cast<std::uint32_t>(n), static_cast<std::uint32_t>(seg),
-                       seeds + item * segments_per_item * lz4k::kSeedEntries, table,
+                       primes + item * segments_per_item * lz4k::kPrimeEntries, table,
                        records + index * lz4k::kMaxSegmentRecords, summaries + index);
   }
 }
 
-// Step 0: a warp per segment of the items of more than one segment, each
-// writing its seed table (lz4k::seed_segment) but an item's last. A kernel
-// of its own: seeding in the find kernel, each warp seeding its segment and
-// then waiting on flags for the seeds it primes from, measured slower on the
-// H100 (silesia7 64K, 52.3 GB/s against 53.7), as did staging the segment in
-// shared memory first (55.4 against 56.0).
-constexpr int kSeedWarps = find_warps(lz4k::kLargeHashLog);
-__global__ void __launch_bounds__(kSeedWarps * 32)
-    lz4_seed_kernel(const void* const* in_ptrs, const std::size_t* in_sizes, void* const* out_ptrs,
-                    std::size_t num_items, std::size_t segments_per_item, std::uint16_t* seeds) {
-  __shared__ uint4 shared[kSeedWarps * lz4k::kSeedEntries / 8];
-  const int warp = static_cast<int>(threadIdx.x) / 32;
-  const std::size_t index = static_cast<std::size_t>(blockIdx.x) * kSeedWarps + static_cast<std::size_t>(warp);
-  if (index >= num_items * segments_per_item) return;
-  const std::size_t item = index / segments_per_item;
-  const std::size_t seg = index % segments_per_item;
+// Step 0: a thread block per group of lz4k::kPrimeGroup segments of the
+// items of more than one segment, writing their prime tables
+// (lz4k::prime_group). A kernel of its own: with the per-segment seed
+// tables that came before the prime tables, seeding inside the find kernel
+// (each warp seeding its segment, then waiting on flags for the seeds it
+// merged) measured slower on the H100 (silesia7 64K, 52.3 GB/s against
+// 53.7).
+__global__ void __launch_bounds__(lz4k::kPrimeWarps * 32)
+    lz4_prime_kernel(const void* const* in_ptrs, const std::size_t* in_sizes, void* const* out_ptrs,
+                     std::size_t num_items, std::size_t segments_per_item, std::uint16_t* primes) {
+  __shared__ std::uint32_t running[lz4k::kPrimeEntries];
+  const std::size_t groups = lz4k::prime_group_count(segments_per_item);
+  const std::size_t item = blockIdx.x / groups;
+  const std::uint32_t group = static_cast<std::uint32_t>(blockIdx.x % groups);
+  if (item >= num_items) return;
   const std::uint8_t* in = static_cast<const std::uint8_t*>(in_ptrs[item]);
   const std::size_t n = in_sizes[item];
-  if (!encode_item_valid(in, n, out_ptrs[item], segments_per_item) || seg + 1 >= lz4k::segment_count(n)) return;
-  auto* table = reinterpret_cast<std::uint16_t*>(shared + warp * (lz4k::kSeedEntries / 8));
-  lz4k::seed_segment<lz4k::kLargeHashLog>(simt::Warp{}, in, static_cast<std::uint32_t>(n),
-                                          static_cast<std::uint32_t>(seg), table,
-                                          seeds + index * lz4k::kSeedEntries);
+  // (The whole block: every thread sees the same item.)
+  if (!encode_item_valid(in, n, out_ptrs[item], segments_per_item) || lz4k::segment_count(n) <= 1 ||
+      group >= lz4k::prime_group_count(lz4k::segment_count(n))) {
+    return;
+  }
+  lz4k::prime_group(simt::Block<lz4k::kPrimeWarps>{}, in, static_cast<std::uint32_t>(n), group, running,
+                    primes + item * segments_per_item * lz4k::kPrimeEntries);
 }
 
 // Step 2: a warp per segment, max(segments_per_item, 1) warps per item (a
@@ -353,7 +354,7 @@ std::size_t resident_blocks() {
 
 template <int HashLog>
 Status launch_find(const void* const* d_in_ptrs, const std::size_t* d_in_sizes, void* const* d_out_ptrs,
-                   std::size_t num_items, std::size_t segments_per_item, const std::uint16_t* seeds,
+                   std::size_t num_items, std::size_t segments_per_item, const std::uint16_t* primes,
                    lz4k::SeqRecord* records, lz4k::SegmentSummary* summaries, unsigned long long* next,
                    Stream stream) {
   constexpr int kWarps = find_warps(HashLog);
@@ -373,7 +374,7 @@ Status launch_find(const void* const* d_in_ptrs, const std::size_t* d_in_sizes, 
   const cudaError_t zero = cudaMemsetAsync(next, 0, sizeof *next, static_cast<cudaStream_t>(stream));
   if (zero != cudaSuccess) return {StatusCode::device_error, cudaGetErrorString(zero)};
   lz4_find_kernel<HashLog><<<static_cast<unsigned>(blocks), kWarps * 32, kSharedBytes, stream>>>(
-      d_in_ptrs, d_in_sizes, d_out_ptrs, num_items, segments_per_item, seeds, records, summaries, next);
+      d_in_ptrs, d_in_sizes, d_out_ptrs, num_items, segments_per_item, primes, records, summaries, next);
   return launch_status();
 }
 
@@ -436,27 +437,28 @@ Status lz4_compress_async(const void* const* d_in_ptrs, const std::size_t* d_in_
   const std::size_t per_item = layout.segments_per_item;  // 0 when every item is empty
   const std::size_t emit_warps = num_items * (per_item > 0 ? per_item : 1);
   const int max_hash_log = lz4k::hash_log_for(max_item_size);
-  if (segments / find_warps(max_hash_log) >= kMaxBlocks || emit_warps / kEmitWarps >= kMaxBlocks) {
+  if (segments / find_warps(max_hash_log) >= kMaxBlocks || emit_warps / kEmitWarps >= kMaxBlocks ||
+      num_items * lz4k::prime_group_count(per_item) >= kMaxBlocks) {
     return {StatusCode::invalid_argument, "too many items"};
   }
   auto* records = static_cast<lz4k::SeqRecord*>(d_temp);
   auto* summaries =
       reinterpret_cast<lz4k::SegmentSummary*>(static_cast<std::uint8_t*>(d_temp) + layout.records_bytes);
   auto* next = reinterpret_cast<unsigned long long*>(static_cast<std::uint8_t*>(d_temp) + layout.counter_at);
-  auto* seeds = reinterpret_cast<std::uint16_t*>(static_cast<std::uint8_t*>(d_temp) + layout.seeds_at);
+  auto* primes = reinterpret_cast<std::uint16_t*>(static_cast<std::uint8_t*>(d_temp) + layout.primes_at);
   if (per_item > 1) {
-    const std::size_t seed_blocks = (segments + kSeedWarps - 1) / kSeedWarps;
-    lz4_seed_kernel<<<static_cast<unsigned>(seed_blocks), kSeedWarps * 32, 0, stream>>>(
-        d_in_ptrs, d_in_sizes, d_out_ptrs, num_items, per_item, seeds);
+    const std::size_t prime_blocks = num_items * lz4k::prime_group_count(per_item);
+    lz4_prime_kernel<<<static_cast<unsigned>(prime_blocks), lz4k::kPrimeWarps * 32, 0, stream>>>(
+        d_in_ptrs, d_in_sizes, d_out_ptrs, num_items, per_item, primes);
     const Status s = launch_status();
     if (!s) return s;
   }
   if (segments > 0) {
     const Status s = max_hash_log == lz4k::kSmallHashLog
                          ? launch_find<lz4k::kSmallHashLog>(d_in_ptrs, d_in_sizes, d_out_ptrs, num_items, per_item,
-                                                            seeds, records, summaries, next, stream)
+                                                            primes, records, summaries, next, stream)
                          : launch_find<lz4k::kLargeHashLog>(d_in_ptrs, d_in_sizes, d_out_ptrs, num_items, per_item,
-                                                            seeds, records, summaries, next, stream);
+                                                            primes, records, summaries, next, stream);
     if (!s) return s;
   }
   const std::size_t emit_blocks = (emit_warps + kEmitWarps - 1) / kEmitWarps;

@@ -91,6 +91,16 @@ TANDEM_HD void atomic_or_block(std::uint32_t* p, std::uint32_t v) {
 #endif
 }
 
+// Raises *p (shared memory) to v where v is larger, atomically among the
+// threads of the block.
+TANDEM_HD void atomic_max_block(std::uint32_t* p, std::uint32_t v) {
+#if defined(__CUDA_ARCH__)
+  atomicMax_block(p, v);
+#else
+  if (v > *p) *p = v;
+#endif
+}
+
 // A load the compiler may not keep in a register: another warp may write it.
 template <class T>
 TANDEM_HD T load_volatile(const T* p) {
@@ -133,6 +143,14 @@ TANDEM_HD std::uint32_t load_aligned_u32(const std::uint8_t* p) { return load_al
 TANDEM_HD void store_aligned_u32(std::uint8_t* p, std::uint32_t v) { store_aligned<std::uint32_t>(p, v); }
 TANDEM_HD std::uint64_t load_aligned_u64(const void* p) { return load_aligned<std::uint64_t>(p); }
 TANDEM_HD void store_aligned_u64(void* p, std::uint64_t v) { store_aligned<std::uint64_t>(p, v); }
+// Four words to 16-aligned p, one store on the device.
+TANDEM_HD void store_aligned_u128(void* p, const std::uint32_t (&v)[4]) {
+#if defined(__CUDA_ARCH__)
+  *static_cast<uint4*>(p) = make_uint4(v[0], v[1], v[2], v[3]);
+#else
+  std::memcpy(p, v, sizeof v);
+#endif
+}
 
 // Bytes [shift, shift + 4) of the little-endian 8 bytes lo:hi (shift 0..3).
 TANDEM_HD std::uint32_t funnel(std::uint32_t lo, std::uint32_t hi, std::uint32_t shift) {

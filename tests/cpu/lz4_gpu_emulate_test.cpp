@@ -237,7 +237,8 @@ TEST(EmulatedLz4, EncoderRoundTripsSilesiaChunks) {
 // end: the input ends at an unreadable page, so a read past it faults.
 TEST(EmulatedLz4, EncoderReadsNothingPastTheInputAtSegmentEdges) {
   constexpr std::size_t kSeg = tandem::gpu::lz4k::kSegmentSize;
-  for (std::size_t segs : {std::size_t{1}, std::size_t{2}, std::size_t{3}, std::size_t{7}}) {
+  for (std::size_t segs : {std::size_t{1}, std::size_t{2}, std::size_t{3}, std::size_t{7}, std::size_t{8}, std::size_t{9},
+                           std::size_t{17}}) {
     for (std::size_t extra : {0, 1, 2, 3, 4, 5, 12, 13}) {
       const std::size_t n = segs * kSeg + extra;
       for (int kind = 0; kind < tandem::test::kLz4DataKinds; ++kind) {
@@ -252,6 +253,46 @@ TEST(EmulatedLz4, EncoderReadsNothingPastTheInputAtSegmentEdges) {
         const std::optional<Bytes> back = lz4_decode(out.prefix(size), n);
         ASSERT_TRUE(back.has_value()) << "liblz4 refuses the block";
         EXPECT_TRUE(*back == in);
+      }
+    }
+  }
+}
+
+// The prime table of each segment but the first, as the thread blocks of
+// the prime step write it, group by group (several groups, and a lead-in
+// before each but the first): for each hash, the newest of every
+// kPrimeStride-th position (from each segment's start) of the kPrimeBytes
+// before the segment, as a position after their start; 0 where none has
+// the hash.
+TEST(EmulatedLz4, PrimeTablesHoldTheNewestPositionOfEachHashBeforeTheirSegment) {
+  namespace k = tandem::gpu::lz4k;
+  constexpr std::uint32_t kSeg = k::kSegmentSize;
+  for (std::uint32_t n : {2 * kSeg + 1, 8 * kSeg, 9 * kSeg + 2, 20 * kSeg + 5, 3 * kSeg + 2}) {
+    for (int kind = 0; kind < tandem::test::kLz4DataKinds; ++kind) {
+      SCOPED_TRACE(std::string(tandem::test::lz4_data_kind_name(kind)) + " data of " + std::to_string(n) + " bytes");
+      const Bytes in = tandem::test::lz4_test_data(kind, n, 5000 + n);
+      const std::uint32_t segments = static_cast<std::uint32_t>(k::segment_count(n));
+      std::vector<std::uint16_t> primes(static_cast<std::size_t>(segments) * k::kPrimeEntries, 0xabcd);
+      std::vector<std::uint32_t> running(k::kPrimeEntries, 0x12345678);  // whatever was there before
+      for (std::uint32_t g = 0; g < k::prime_group_count(segments); ++g)
+        k::prime_group(tandem::gpu::simt::Block<k::kPrimeWarps>{}, in.data(), n, g, running.data(), primes.data());
+      for (std::uint32_t seg = 1; seg < segments; ++seg) {
+        const std::uint32_t start = seg * kSeg;
+        const std::uint32_t base = start > k::kPrimeBytes ? start - k::kPrimeBytes : 0;
+        std::vector<std::uint16_t> want(k::kPrimeEntries, 0);
+        // Every kPrimeStride-th position from each segment's start whose 4
+        // bytes lie inside the block.
+        for (std::uint32_t from = base; from < start; from += kSeg) {
+          for (std::uint32_t q = from; q < from + kSeg && q + 4 <= n; q += k::kPrimeStride) {
+            std::uint32_t v;
+            std::memcpy(&v, in.data() + q, sizeof v);
+            want[k::hash4<k::kLargeHashLog>(v)] = static_cast<std::uint16_t>(q - base);
+          }
+        }
+        const std::uint16_t* got = primes.data() + static_cast<std::size_t>(seg) * k::kPrimeEntries;
+        std::size_t wrong = 0;
+        for (std::uint32_t h = 0; h < k::kPrimeEntries; ++h) wrong += got[h] != want[h];
+        EXPECT_EQ(wrong, 0u) << "entries of segment " << seg << "'s prime table";
       }
     }
   }
