@@ -365,7 +365,9 @@ TANDEM_HD void find_segment_with(const Warp& w, const std::uint8_t* in, std::uin
   const std::uint32_t seg_end = n - seg_start < kSegmentSize ? n : seg_start + kSegmentSize;
   std::uint32_t anchor = seg_start;  // where the literals of the next record start
   std::uint32_t count = 0;
-  std::uint32_t bytes = 0;
+  // Each lane sums the sizes of the sequences it records; the warp adds
+  // them up once, at the end.
+  Lanes<std::uint32_t> bytes = w.map([](int) { return 0u; });
   // A match starts at most at n - kMfLimit, and at least its first 4 bytes
   // lie before match_limit (the segment's end, and kLastLiterals before n).
   const std::uint32_t match_limit = n > kLastLiterals ? (seg_end < n - kLastLiterals ? seg_end : n - kLastLiterals) : 0;
@@ -506,7 +508,7 @@ TANDEM_HD void find_segment_with(const Warp& w, const std::uint8_t* in, std::uin
           const std::uint32_t record = count + static_cast<std::uint32_t>(simt::popcount(chosen & ((1u << l) - 1u)));
           recs[record] = SeqRecord{(p - from[l]) | ((ends[l] - p) << 16), q - cand[l]};
         });
-        bytes += w.sum(size);
+        w.each([&](int l) { bytes[l] += size[l]; });
         count += static_cast<std::uint32_t>(simt::popcount(chosen));
         anchor = cur;
       }
@@ -514,8 +516,9 @@ TANDEM_HD void find_segment_with(const Warp& w, const std::uint8_t* in, std::uin
       tile = cur > tile + 32 ? cur : tile + 32;
     }
   }
+  const std::uint32_t total = w.sum(bytes);
   w.each([&](int l) {
-    if (l == 0) *summary = SegmentSummary{count, anchor, bytes};
+    if (l == 0) *summary = SegmentSummary{count, anchor, total};
   });
   w.sync();
 }
