@@ -11,9 +11,8 @@
 // table (so matches reach back across the segment boundary), then walks its
 // segment
 // 32 positions at a time: for all 32 at once it hashes the next 4 bytes,
-// takes the newest earlier position with the same hash (from the table, or
-// from a lower lane of the same step through a match-any) and verifies the
-// candidate's bytes. A ballot gives the parse its next match start: the
+// takes the newest earlier position with the same hash from the table
+// (positions of the steps before) and verifies the candidate's bytes. A ballot gives the parse its next match start: the
 // lowest verified position not inside the previous match. The match is
 // extended forwards (never past the segment's end) and backwards (never
 // before the previous match's end) and recorded as a SeqRecord (literal
@@ -88,7 +87,10 @@ inline constexpr std::uint32_t kMaxOffset = 65535;
 // warp, 8 KiB primed with 24 KiB went from 50.4 to 56.2 GB/s at 64K and from
 // 49.0 to 56.3 at 256K, the same size; with the prime tables (prime_group)
 // to 61.9 and 61.3.
-inline constexpr std::uint32_t kSegmentSize = 8192;
+#ifndef TANDEM_SEGMENT_SIZE
+#define TANDEM_SEGMENT_SIZE 8192
+#endif
+inline constexpr std::uint32_t kSegmentSize = TANDEM_SEGMENT_SIZE;
 inline constexpr std::uint32_t kPrimeBytes = 24576;
 // Hash tables: 2^11 entries for blocks up to 4 KiB, 2^12 above. The encoder
 // is limited by how many warps each multiprocessor keeps resident, and that
@@ -113,7 +115,7 @@ inline constexpr std::uint32_t kPrimeStride = 3;
 static_assert(kPrimeBytes + kSegmentSize <= 65536, "table positions are 16 bits");
 static_assert(kSegmentSize < 65536, "a record's lengths are 16 bits");
 static_assert(kPrimeBytes % kSegmentSize == 0, "a segment primes from whole segments");
-static_assert(kSegmentSize > kSmallTableLimit, "blocks of more than one segment have the large tables");
+static_assert(kSegmentSize >= kSmallTableLimit, "blocks of more than one segment have the large tables");
 
 // One sequence as step 1 found it: `lit` literals since the previous match's
 // end (or the segment's start), then a match of `ml` bytes `offset` back.
@@ -277,6 +279,8 @@ TANDEM_HD void prime_group(const simt::Block<kPrimeWarps>& b, const std::uint8_t
                            std::uint32_t group, std::uint32_t* running, std::uint16_t* primes) {
   constexpr std::uint32_t kEntries = kPrimeEntries;
   constexpr std::uint32_t kThreads = kPrimeWarps * simt::kWarpSize;
+  // The positions of a segment that a thread hashes.
+  constexpr std::uint32_t kPerThread = ((kSegmentSize + kPrimeStride - 1) / kPrimeStride + kThreads - 1) / kThreads;
   const std::uint32_t segments = static_cast<std::uint32_t>(segment_count(n));
   const std::uint32_t first = group * kPrimeGroup;
   const std::uint32_t last = first + kPrimeGroup < segments ? first + kPrimeGroup : segments;  // exclusive
@@ -298,8 +302,21 @@ TANDEM_HD void prime_group(const simt::Block<kPrimeWarps>& b, const std::uint8_t
     const std::uint32_t seg_end = seg_start + kSegmentSize;  // k is not the block's last segment
     const std::uint32_t end = seg_end + 3 <= n ? seg_end : n - 3;  // n > kSegmentSize here
     threads([&](std::uint32_t t) {
-      for (std::uint32_t q = seg_start + kPrimeStride * t; q < end; q += kPrimeStride * kThreads) {
-        simt::atomic_max_block(&running[hash4<kLargeHashLog>(simt::load_u32(in, n, q))], q + 1);
+      // The next segment's lines on their way while this one is hashed.
+      const std::uint32_t ahead = seg_end + 128 * t;
+      if (t < kSegmentSize / 128 && ahead < n) simt::prefetch_l1(in + ahead);
+      // Every load of the thread first, then the atomics: the loads wait
+      // on memory once, together.
+      std::uint32_t word[kPerThread];
+      TANDEM_UNROLL
+      for (std::uint32_t j = 0; j < kPerThread; ++j) {
+        const std::uint32_t q = seg_start + kPrimeStride * (t + j * kThreads);
+        word[j] = q < end ? simt::load_u32(in, n, q) : 0u;
+      }
+      TANDEM_UNROLL
+      for (std::uint32_t j = 0; j < kPerThread; ++j) {
+        const std::uint32_t q = seg_start + kPrimeStride * (t + j * kThreads);
+        if (q < end) simt::atomic_max_block(&running[hash4<kLargeHashLog>(word[j])], q + 1);
       }
     });
     b.sync();
@@ -409,17 +426,35 @@ TANDEM_HD void find_segment_with(const Warp& w, const std::uint8_t* in, std::uin
       const Lanes<std::uint32_t> older = w.map([&](int l) -> std::uint32_t {
         return valid[l] ? base + table[key[l]] : base;
       });
-      const Lanes<std::uint32_t> peers = w.match_any(key);
+      // The newest position of each hash in this step goes into the table:
+      // every lane writes its own, and those that find an older one there
+      // (a lane below with the same hash won) write theirs again, until none
+      // does (the lanes of a hash, in as many rounds at most; nearly always
+      // one). The candidates are the table's: a repeat within the step is
+      // found from the step before, at a larger offset, or not at all. On
+      // the H100, silesia7 (GB/s, output against liblz4's default): 64K 63.3,
+      // 1.044x, against 62.5, 1.042x, when a match-any gave each lane the
+      // newest lower lane of its hash as its candidate and picked the lanes
+      // that write; 16K 64.1, 1.021x, against 62.5, 1.018x.
       w.sync();  // every lane has read the table before any lane writes it
-      w.each([&](int l) {
-        // The newest position of each hash in this step goes into the table.
-        const std::uint32_t q = tile + static_cast<std::uint32_t>(l);
-        if (valid[l] && (peers[l] >> l) == 1u) table[key[l]] = static_cast<std::uint16_t>(q - base);
-      });
-      const Lanes<std::uint32_t> cand = w.map([&](int l) -> std::uint32_t {
-        const std::uint32_t earlier = peers[l] & ((1u << l) - 1u);
-        return earlier ? tile + static_cast<std::uint32_t>(simt::last_set(earlier)) : older[l];
-      });
+      const auto write_own = [&](std::uint32_t lanes) {
+        w.each([&](int l) {
+          const std::uint32_t q = tile + static_cast<std::uint32_t>(l);
+          if ((lanes >> l) & 1u) table[key[l]] = static_cast<std::uint16_t>(q - base);
+        });
+        w.sync();
+      };
+      write_own(w.ballot(valid));
+      for (;;) {
+        const std::uint32_t lost = w.ballot(w.map([&](int l) {
+          const std::uint32_t q = tile + static_cast<std::uint32_t>(l);
+          return valid[l] && table[key[l]] < q - base;
+        }));
+        if (!lost) break;
+        w.sync();  // every lane has read the table before any lane writes it
+        write_own(lost);
+      }
+      const Lanes<std::uint32_t>& cand = older;
       // Each lane with a candidate verifies it and, where both are wide,
       // compares up to 8 more bytes forwards and 4 backwards at once, so that
       // the parse below extends most matches without reading memory.

@@ -192,10 +192,6 @@ struct Warp {
   __device__ __forceinline__ Lanes<T> shfl(const Lanes<T>& x, const Lanes<int>& src) const {
     return {__shfl_sync(kFullMask, x.v, src.v)};
   }
-  // Per lane: the mask of lanes holding the same value.
-  __device__ __forceinline__ Lanes<std::uint32_t> match_any(const Lanes<std::uint32_t>& x) const {
-    return {__match_any_sync(kFullMask, x.v)};
-  }
   // Per lane: the sum of x over lanes 0..lane-1.
   __device__ __forceinline__ Lanes<std::uint32_t> exclusive_sum(const Lanes<std::uint32_t>& x) const {
     std::uint32_t s = x.v;
@@ -263,15 +259,6 @@ struct Warp {
   Lanes<T> shfl(const Lanes<T>& x, const Lanes<int>& src) const {
     Lanes<T> r;
     for (int l = 0; l < kWarpSize; ++l) r.v[l] = x.v[src.v[l] & 31];
-    return r;
-  }
-  Lanes<std::uint32_t> match_any(const Lanes<std::uint32_t>& x) const {
-    Lanes<std::uint32_t> r;
-    for (int l = 0; l < kWarpSize; ++l) {
-      std::uint32_t m = 0;
-      for (int k = 0; k < kWarpSize; ++k) m |= static_cast<std::uint32_t>(x.v[k] == x.v[l]) << k;
-      r.v[l] = m;
-    }
     return r;
   }
   Lanes<std::uint32_t> exclusive_sum(const Lanes<std::uint32_t>& x) const {
