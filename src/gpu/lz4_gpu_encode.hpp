@@ -11,8 +11,9 @@
 // table (so matches reach back across the segment boundary), then walks its
 // segment
 // 32 positions at a time: for all 32 at once it hashes the next 4 bytes,
-// takes the newest earlier position with the same hash from the table
-// (positions of the steps before) and verifies the candidate's bytes. A ballot gives the parse its next match start: the
+// takes an earlier position with the same hash from the table (the first
+// of the latest step before that had one) and verifies the candidate's
+// bytes. A ballot gives the parse its next match start: the
 // lowest verified position not inside the previous match. The match is
 // extended forwards (never past the segment's end) and backwards (never
 // before the previous match's end) and recorded as a SeqRecord (literal
@@ -426,16 +427,20 @@ TANDEM_HD void find_segment_with(const Warp& w, const std::uint8_t* in, std::uin
       const Lanes<std::uint32_t> older = w.map([&](int l) -> std::uint32_t {
         return valid[l] ? base + table[key[l]] : base;
       });
-      // The newest position of each hash in this step goes into the table:
-      // every lane writes its own, and those that find an older one there
-      // (a lane below with the same hash won) write theirs again, until none
-      // does (the lanes of a hash, in as many rounds at most; nearly always
-      // one). The candidates are the table's: a repeat within the step is
-      // found from the step before, at a larger offset, or not at all. On
-      // the H100, silesia7 (GB/s, output against liblz4's default): 64K 63.3,
-      // 1.044x, against 62.5, 1.042x, when a match-any gave each lane the
-      // newest lower lane of its hash as its candidate and picked the lanes
-      // that write; 16K 64.1, 1.021x, against 62.5, 1.018x.
+      // The first position of each hash in this step goes into the table:
+      // every lane writes its own, and those that find a later one there (a
+      // lane above with the same hash won) write theirs again, until none
+      // does (the lanes of a hash, in as many rounds at most). The H100
+      // lets the lowest of the lanes that store to one address win, so one
+      // round nearly always does. The candidates are the table's: a repeat
+      // within the step is found from the step before, at a larger offset,
+      // or not at all. On the H100, silesia7 (GB/s, output against liblz4's
+      // default), 64K: a match-any in every step giving each lane the newest
+      // lower lane of its hash as its candidate and picking the newest lane
+      // of each hash to write, 62.5, 1.042x; the newest position of each
+      // hash through rounds as above, 63.3, 1.044x (2.3 rounds a step); the
+      // first, 65.5, 1.041x. 4K: 87.6 and 90.8; 16K: 64.0, 1.021x, and
+      // 65.9, 1.019x.
       w.sync();  // every lane has read the table before any lane writes it
       const auto write_own = [&](std::uint32_t lanes) {
         w.each([&](int l) {
@@ -448,7 +453,7 @@ TANDEM_HD void find_segment_with(const Warp& w, const std::uint8_t* in, std::uin
       for (;;) {
         const std::uint32_t lost = w.ballot(w.map([&](int l) {
           const std::uint32_t q = tile + static_cast<std::uint32_t>(l);
-          return valid[l] && table[key[l]] < q - base;
+          return valid[l] && table[key[l]] > q - base;
         }));
         if (!lost) break;
         w.sync();  // every lane has read the table before any lane writes it
