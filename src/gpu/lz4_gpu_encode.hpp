@@ -256,8 +256,8 @@ TANDEM_HD void clear_table(const Warp& w, std::uint16_t* table) {
 // position with its hash so far (plus 1; an atomic maximum, so the same in
 // any order), and the running table, less its entries older than the next
 // segment's base, is that segment's prime table. Each byte is hashed once
-// for all the segments that look back at it (once for each group of
-// kPrimeGroup a group's lead-in covers), and a find warp reads one table.
+// for all the segments that look back at it (twice where the lead-in of the
+// group after its own covers it), and a find warp reads one table.
 // Only blocks of more than one segment have prime tables, and they have
 // tables of 2^kLargeHashLog entries. The tables are the ones the merged seed
 // tables of each segment gave before (a warp a segment hashing its own, the
@@ -272,8 +272,8 @@ TANDEM_HD std::uint32_t prime_group_count(std::size_t segments) {
   return static_cast<std::uint32_t>((segments + kPrimeGroup - 1) / kPrimeGroup);
 }
 
-// Group `group` of the block in[0, n) (segments [group, group + 1) *
-// kPrimeGroup): writes the prime tables of its segments but segment 0, each
+// Group `group` of the block in[0, n) (segments [group * kPrimeGroup,
+// (group + 1) * kPrimeGroup)): writes the prime tables of its segments but segment 0, each
 // segment s's at primes + s * kPrimeEntries. running: 2^kLargeHashLog words
 // of the thread block's shared memory.
 TANDEM_HD void prime_group(const simt::Block<kPrimeWarps>& b, const std::uint8_t* in, std::uint32_t n,
