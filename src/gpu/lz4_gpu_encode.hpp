@@ -273,9 +273,9 @@ TANDEM_HD std::uint32_t prime_group_count(std::size_t segments) {
 }
 
 // Group `group` of the block in[0, n) (segments [group * kPrimeGroup,
-// (group + 1) * kPrimeGroup)): writes the prime tables of its segments but segment 0, each
-// segment s's at primes + s * kPrimeEntries. running: 2^kLargeHashLog words
-// of the thread block's shared memory.
+// (group + 1) * kPrimeGroup)): writes the prime tables of its segments but
+// segment 0, each segment s's at primes + s * kPrimeEntries. running:
+// 2^kLargeHashLog words of the thread block's shared memory.
 TANDEM_HD void prime_group(const simt::Block<kPrimeWarps>& b, const std::uint8_t* in, std::uint32_t n,
                            std::uint32_t group, std::uint32_t* running, std::uint16_t* primes) {
   constexpr std::uint32_t kEntries = kPrimeEntries;
