@@ -88,10 +88,7 @@ inline constexpr std::uint32_t kMaxOffset = 65535;
 // warp, 8 KiB primed with 24 KiB went from 50.4 to 56.2 GB/s at 64K and from
 // 49.0 to 56.3 at 256K, the same size; with the prime tables (prime_group)
 // to 61.9 and 61.3.
-#ifndef TANDEM_SEGMENT_SIZE
-#define TANDEM_SEGMENT_SIZE 8192
-#endif
-inline constexpr std::uint32_t kSegmentSize = TANDEM_SEGMENT_SIZE;
+inline constexpr std::uint32_t kSegmentSize = 8192;
 inline constexpr std::uint32_t kPrimeBytes = 24576;
 // Hash tables: 2^11 entries for blocks up to 4 KiB, 2^12 above. The encoder
 // is limited by how many warps each multiprocessor keeps resident, and that
@@ -116,7 +113,7 @@ inline constexpr std::uint32_t kPrimeStride = 3;
 static_assert(kPrimeBytes + kSegmentSize <= 65536, "table positions are 16 bits");
 static_assert(kSegmentSize < 65536, "a record's lengths are 16 bits");
 static_assert(kPrimeBytes % kSegmentSize == 0, "a segment primes from whole segments");
-static_assert(kSegmentSize >= kSmallTableLimit, "blocks of more than one segment have the large tables");
+static_assert(kSegmentSize > kSmallTableLimit, "blocks of more than one segment have the large tables");
 
 // One sequence as step 1 found it: `lit` literals since the previous match's
 // end (or the segment's start), then a match of `ml` bytes `offset` back.
@@ -285,12 +282,7 @@ TANDEM_HD void prime_group(const simt::Block<kPrimeWarps>& b, const std::uint8_t
   const std::uint32_t segments = static_cast<std::uint32_t>(segment_count(n));
   const std::uint32_t first = group * kPrimeGroup;
   const std::uint32_t last = first + kPrimeGroup < segments ? first + kPrimeGroup : segments;  // exclusive
-  const auto threads = [&](auto f) {
-    b.warps([&](const Warp& w, int warp) {
-      w.each([&](int l) { f(static_cast<std::uint32_t>(warp) * simt::kWarpSize + static_cast<std::uint32_t>(l)); });
-    });
-  };
-  threads([&](std::uint32_t t) {
+  simt::block_threads(b, [&](std::uint32_t t) {
     for (std::uint32_t i = t; i < kEntries; i += kThreads) running[i] = 0;
   });
   b.sync();
@@ -302,7 +294,7 @@ TANDEM_HD void prime_group(const simt::Block<kPrimeWarps>& b, const std::uint8_t
     // (all but where the block's last segment is shorter than 3 bytes).
     const std::uint32_t seg_end = seg_start + kSegmentSize;  // k is not the block's last segment
     const std::uint32_t end = seg_end + 3 <= n ? seg_end : n - 3;  // n > kSegmentSize here
-    threads([&](std::uint32_t t) {
+    simt::block_threads(b, [&](std::uint32_t t) {
       // The next segment's lines on their way while this one is hashed.
       const std::uint32_t ahead = seg_end + 128 * t;
       if (t < kSegmentSize / 128 && ahead < n) simt::prefetch_l1(in + ahead);
@@ -327,7 +319,7 @@ TANDEM_HD void prime_group(const simt::Block<kPrimeWarps>& b, const std::uint8_t
       const std::uint32_t base = next_start > kPrimeBytes ? next_start - kPrimeBytes : 0;
       std::uint16_t* table = primes + static_cast<std::size_t>(s) * kEntries;
       // 8 entries a thread at a time, one 16-byte store.
-      threads([&](std::uint32_t t) {
+      simt::block_threads(b, [&](std::uint32_t t) {
         for (std::uint32_t i = 8 * t; i < kEntries; i += 8 * kThreads) {
           std::uint32_t packed[4];
           TANDEM_UNROLL
@@ -420,11 +412,13 @@ TANDEM_HD void find_segment_with(const Warp& w, const std::uint8_t* in, std::uin
         if (wide[l]) return mine[l].w[1];
         return valid[l] ? simt::load_u32(in, n, tile + static_cast<std::uint32_t>(l)) : 0u;
       });
-      // Lanes past the end get keys no hash can equal.
+      // (Lanes past the end neither read nor write the table.)
       const Lanes<std::uint32_t> key = w.map([&](int l) -> std::uint32_t {
-        return valid[l] ? hash4<HashLog>(seq[l]) : 0x80000000u | static_cast<std::uint32_t>(l);
+        return valid[l] ? hash4<HashLog>(seq[l]) : 0u;
       });
-      const Lanes<std::uint32_t> older = w.map([&](int l) -> std::uint32_t {
+      // Each lane's candidate: the table's position for its hash, read
+      // before this step's positions go in.
+      const Lanes<std::uint32_t> cand = w.map([&](int l) -> std::uint32_t {
         return valid[l] ? base + table[key[l]] : base;
       });
       // The first position of each hash in this step goes into the table:
@@ -459,7 +453,6 @@ TANDEM_HD void find_segment_with(const Warp& w, const std::uint8_t* in, std::uin
         w.sync();  // every lane has read the table before any lane writes it
         write_own(lost);
       }
-      const Lanes<std::uint32_t>& cand = older;
       // Each lane with a candidate verifies it and, where both are wide,
       // compares up to 8 more bytes forwards and 4 backwards at once, so that
       // the parse below extends most matches without reading memory.

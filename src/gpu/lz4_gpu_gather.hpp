@@ -229,14 +229,6 @@ inline
   return decode_block_lanes(Warp{}, in, n, out, cap, out_size);
 }
 
-// Runs f(thread) for each of the block's threads.
-template <class F>
-TANDEM_HD void gather_threads(const Block<kGatherWarps>& b, F f) {
-  b.warps([&](const Warp& w, int warp) {
-    w.each([&](int l) { f(static_cast<std::uint32_t>(warp) * simt::kWarpSize + static_cast<std::uint32_t>(l)); });
-  });
-}
-
 // log2 of the segment size for a block of n input bytes.
 TANDEM_HD std::uint32_t gather_segment_log(std::uint32_t n) {
   return n <= kGatherThreads * (kGatherSegment / 2) ? 5 : 6;
@@ -324,7 +316,7 @@ TANDEM_HD ItemStatus decode_block_gather(const Block<kGatherWarps>& b, GatherSha
   std::uint8_t* const copy = s.input + phase;
 
   // Steps 0 and 1.
-  gather_threads(b, [&](std::uint32_t t) {
+  simt::block_threads(b, [&](std::uint32_t t) {
     simt::copy_phased_share(copy, in, n, t, kGatherThreads);
     for (std::uint32_t k = t; k < kGatherWords; k += kGatherThreads) {
       s.literal[k] = 0;
@@ -338,7 +330,7 @@ TANDEM_HD ItemStatus decode_block_gather(const Block<kGatherWarps>& b, GatherSha
     }
   });
   b.sync();
-  gather_threads(b, [&](std::uint32_t j) {
+  simt::block_threads(b, [&](std::uint32_t j) {
     if (j >= segments) return;
     const std::uint32_t start = j << log;
     const std::uint32_t end = start + (1u << log) < n ? start + (1u << log) : n;
@@ -360,7 +352,7 @@ TANDEM_HD ItemStatus decode_block_gather(const Block<kGatherWarps>& b, GatherSha
   b.sync();
 
   // Step 2, noting the first token in each segment the chain passes.
-  gather_threads(b, [&](std::uint32_t j) {
+  simt::block_threads(b, [&](std::uint32_t j) {
     if (j >= segments) return;
     std::uint32_t p = s.chains.leave[j];
     std::uint32_t seg = j;
@@ -423,7 +415,7 @@ TANDEM_HD ItemStatus decode_block_gather(const Block<kGatherWarps>& b, GatherSha
   });
   b.sync();
   // ... then window by window from segment 0.
-  gather_threads(b, [&](std::uint32_t j) {
+  simt::block_threads(b, [&](std::uint32_t j) {
     if (j != 0) return;
     for (std::uint32_t w = 0; w < kGatherWarps; ++w) s.chains.path[w] = 0;
     std::uint32_t k = 0;
@@ -438,7 +430,7 @@ TANDEM_HD ItemStatus decode_block_gather(const Block<kGatherWarps>& b, GatherSha
 
   // Step 4, and each segment's output: what the chains on the path put in
   // it (segment 0's chain all its own).
-  gather_threads(b, [&](std::uint32_t j) {
+  simt::block_threads(b, [&](std::uint32_t j) {
     if (j >= segments || !((s.chains.path[j / simt::kWarpSize] >> (j % simt::kWarpSize)) & 1)) return;
     if (j == 0 && !gather_add(s, 0, s.chains.bytes[0])) s.fail = 1;
     const std::uint32_t notes = s.chains.notes[j];
@@ -485,7 +477,7 @@ TANDEM_HD ItemStatus decode_block_gather(const Block<kGatherWarps>& b, GatherSha
   if (total > cap || total > kGatherMaxOut) return fallback();
 
   // Step 6: the source of each run's first byte, and where runs start.
-  gather_threads(b, [&](std::uint32_t j) {
+  simt::block_threads(b, [&](std::uint32_t j) {
     std::uint32_t p = s.entry[j];
     if (j >= segments || p == kNoEntry) return;
     const std::uint32_t end = (j + 1) << log;
@@ -555,7 +547,7 @@ TANDEM_HD ItemStatus decode_block_gather(const Block<kGatherWarps>& b, GatherSha
   // ... then every byte of a run after its first: its source from the run's
   // first byte (a match that overlaps itself repeats its first `offset`
   // bytes). A thread takes 4 bytes at a time, their sources one 8-byte word.
-  gather_threads(b, [&](std::uint32_t t) {
+  simt::block_threads(b, [&](std::uint32_t t) {
     for (std::uint32_t i0 = 4 * t; i0 < total; i0 += 4 * kGatherThreads) {
       const std::uint32_t word = s.starts[i0 / 32];
       const std::uint32_t here = (word >> (i0 % 32)) & 15;
@@ -615,7 +607,7 @@ TANDEM_HD ItemStatus decode_block_gather(const Block<kGatherWarps>& b, GatherSha
   const auto is_literal = [&](std::uint32_t i) { return (s.literal[i / 32] >> (i % 32)) & 1; };
   const bool aligned = (reinterpret_cast<std::uintptr_t>(out) & 3) == 0;
   for (std::uint32_t pass = 0;; ++pass) {
-    gather_threads(b, [&](std::uint32_t t) {
+    simt::block_threads(b, [&](std::uint32_t t) {
       if (t == 0) s.more[(pass + 1) % 3] = 0;
       bool done = true;
       for (std::uint32_t i0 = 4 * t; i0 < total; i0 += 4 * kGatherThreads) {

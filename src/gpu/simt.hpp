@@ -323,6 +323,15 @@ struct Block {
 #endif
 };
 
+// Runs f(thread) for each thread of the block (thread: warp * kWarpSize +
+// lane), in one step.
+template <int W, class F>
+TANDEM_HD void block_threads(const Block<W>& b, F f) {
+  b.warps([&](const Warp& w, int warp) {
+    w.each([&](int l) { f(static_cast<std::uint32_t>(warp) * kWarpSize + static_cast<std::uint32_t>(l)); });
+  });
+}
+
 // ------------------------------------------------------------- teams ----
 //
 // A team: N warps of a thread block, warps [first, first + N), that work on

@@ -233,8 +233,9 @@ TEST(EmulatedLz4, EncoderRoundTripsSilesiaChunks) {
 }
 
 // Blocks that end just past a segment of the encoder (kSegmentSize), where
-// the segment before the last is seeded with positions near the block's
-// end: the input ends at an unreadable page, so a read past it faults.
+// the segment before the last is hashed for the last one's prime table up
+// to positions near the block's end: the input ends at an unreadable page,
+// so a read past it faults.
 TEST(EmulatedLz4, EncoderReadsNothingPastTheInputAtSegmentEdges) {
   constexpr std::size_t kSeg = tandem::gpu::lz4k::kSegmentSize;
   for (std::size_t segs : {std::size_t{1}, std::size_t{2}, std::size_t{3}, std::size_t{7}, std::size_t{8}, std::size_t{9},
