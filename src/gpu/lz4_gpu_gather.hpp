@@ -572,23 +572,32 @@ TANDEM_HD ItemStatus decode_block_gather(const Block<kGatherWarps>& b, GatherSha
       // the load stays inside the array.)
       const std::uint64_t old = simt::load_aligned_u64(s.source + i0);
       std::uint32_t first = (here & 1) ? static_cast<std::uint32_t>(old & 0xffff) : s.source[r];
+      // Without branches (their divergence cost more than the arithmetic);
+      // a byte of a match that repeats its period is redone after.
       std::uint64_t sources = 0;
+      std::uint32_t repeats = 0;
+      std::uint32_t runs[4];
+      std::uint32_t firsts[4];
       TANDEM_UNROLL
       for (std::uint32_t k = 0; k < 4; ++k) {
         const std::uint32_t i = i0 + k;
-        std::uint32_t v = static_cast<std::uint32_t>(old >> (16 * k)) & 0xffff;
-        if ((here >> k) & 1) {
-          r = i;
-          first = v;
-        } else {
-          const std::uint32_t d = i - r;
-          v = first + d;
-          if (!((literal >> k) & 1)) {
-            const std::uint32_t offset = r - first;
-            if (d >= offset && i < total) v = first + d % offset;
-          }
+        const bool start = (here >> k) & 1;
+        r = start ? i : r;
+        first = start ? static_cast<std::uint32_t>(old >> (16 * k)) & 0xffff : first;
+        runs[k] = r;
+        firsts[k] = first;
+        const std::uint32_t d = i - r;
+        repeats |= static_cast<std::uint32_t>(!((literal >> k) & 1) && d != 0 && d >= r - first) << k;
+        sources |= static_cast<std::uint64_t>((first + d) & 0xffff) << (16 * k);
+      }
+      if (repeats) {
+        for (std::uint32_t k = 0; k < 4; ++k) {
+          const std::uint32_t i = i0 + k;
+          if (!((repeats >> k) & 1) || i >= total) continue;
+          const std::uint32_t offset = runs[k] - firsts[k];
+          const std::uint64_t v = (firsts[k] + (i - runs[k]) % offset) & 0xffff;
+          sources = (sources & ~(std::uint64_t{0xffff} << (16 * k))) | (v << (16 * k));
         }
-        sources |= static_cast<std::uint64_t>(v & 0xffff) << (16 * k);
       }
       if (i0 + 4 <= total) {
         simt::store_aligned_u64(s.source + i0, sources);
@@ -617,7 +626,9 @@ TANDEM_HD ItemStatus decode_block_gather(const Block<kGatherWarps>& b, GatherSha
         const std::uint64_t sources = simt::load_aligned_u64(s.source + i0);
         std::uint32_t word = 0;
         bool whole = true;
-        for (std::uint32_t k = 0; k < count; ++k) {
+        TANDEM_UNROLL
+        for (std::uint32_t k = 0; k < 4; ++k) {
+          if (k >= count) break;
           std::uint32_t x = static_cast<std::uint32_t>(sources >> (16 * k)) & 0xffff;
           if (!((literal >> k) & 1)) {
             // Follows the sources from i0 + k to a literal, halving the path;
