@@ -49,9 +49,9 @@
 // as the other decoders, whatever the input.
 //
 // Measured on the H100, silesia7 in 64 KiB blocks (GB/s): the wide decoder
-// 79.1, this one 107.2. Where its time goes (clock64 between barriers, an
-// average block, before steps 1-4 kept the sums that step 5 now adds up):
-// steps 1-5 about 40%, step 6 14%, step 7 16%, step 8 33%.
+// 79.1, this one 115.6. Where its time goes (clock64 between barriers, an
+// average block of 142,000 cycles): steps 1-5 about 33%, step 6 12%, step 7
+// 16%, step 8 36%.
 #pragma once
 
 #include <cstdint>
