@@ -265,6 +265,10 @@ inline constexpr std::uint32_t kPrimeGroup = 8;
 inline constexpr int kPrimeWarps = 16;
 inline constexpr std::uint32_t kPrimeLead = kPrimeBytes / kSegmentSize;
 
+// Where the stretch a segment starting at `start` primes from begins: the
+// positions of its prime table and of its find warp's table count from here.
+TANDEM_HD std::uint32_t prime_base(std::uint32_t start) { return start > kPrimeBytes ? start - kPrimeBytes : 0; }
+
 TANDEM_HD std::uint32_t prime_group_count(std::size_t segments) {
   return static_cast<std::uint32_t>((segments + kPrimeGroup - 1) / kPrimeGroup);
 }
@@ -315,8 +319,7 @@ TANDEM_HD void prime_group(const simt::Block<kPrimeWarps>& b, const std::uint8_t
     b.sync();
     const std::uint32_t s = k + 1;
     if (s >= first) {
-      const std::uint32_t next_start = s * kSegmentSize;
-      const std::uint32_t base = next_start > kPrimeBytes ? next_start - kPrimeBytes : 0;
+      const std::uint32_t base = prime_base(s * kSegmentSize);
       std::uint16_t* table = primes + static_cast<std::size_t>(s) * kEntries;
       // 8 entries a thread at a time, one 16-byte store.
       simt::block_threads(b, [&](std::uint32_t t) {
@@ -386,7 +389,7 @@ TANDEM_HD void find_segment_with(const Warp& w, const std::uint8_t* in, std::uin
           ? (n - kMfLimit < match_limit - kEncMinMatch ? n - kMfLimit : match_limit - kEncMinMatch)
           : 0;
   if (n > kMfLimit && match_limit >= seg_start + kEncMinMatch && last_start >= seg_start) {
-    const std::uint32_t base = seg_start > kPrimeBytes ? seg_start - kPrimeBytes : 0;
+    const std::uint32_t base = prime_base(seg_start);
     if (seg == 0) {
       clear_table<HashLog>(w, table);
     } else {
