@@ -35,10 +35,11 @@
 //  7. Sources. Every other output byte gets its source from its run's first
 //     (the run: the last start at or before it, from the marks and a running
 //     maximum over their words); in a match that overlaps itself, the
-//     repeated period's.
-//  8. Gather. Every output byte follows its sources back to a literal,
-//     halving the path as it goes (each byte passed gets its source's
-//     source), takes the literal's input byte and writes it to global memory.
+//     repeated period's. A literal's entry becomes its value.
+//  8. Gather. Every output byte follows its sources back to a value, halving
+//     the path as it goes (each byte passed gets its source's source), and
+//     writes it to global memory; the byte's own entry becomes the value,
+//     where later chases stop.
 //
 // A source is always an earlier byte of the same value, so it does not
 // matter in which order the chases of step 8 see each other's changes.
@@ -49,9 +50,10 @@
 // as the other decoders, whatever the input.
 //
 // Measured on the H100, silesia7 in 64 KiB blocks (GB/s): the wide decoder
-// 79.1, this one 115.6. Where its time goes (clock64 between barriers, an
-// average block of 142,000 cycles): steps 1-5 about 33%, step 6 12%, step 7
-// 16%, step 8 36%.
+// 79.1, this one 117.3 (115.4 while literals' entries were input positions
+// and each hop of a chase read the literal bitmap). Where its time goes
+// (clock64 between barriers, an average block of 135,000 cycles): steps 0-5
+// about 37%, step 6 13%, step 7 20%, step 8 29%.
 #pragma once
 
 #include <cstdint>
@@ -187,8 +189,10 @@ struct GatherShared {
   // bytes for gather_sequence to read past it.
   alignas(16) std::uint8_t input[kGatherMaxIn + 32];
   union {
-    // Steps 6-8: each output byte's source: for a literal, its input position;
-    // for a match byte, an earlier output byte of the same value.
+    // Steps 6-8: each output byte's source: for a literal, its input position
+    // (its value from step 7 on; see gather_is_value); for a match byte, an
+    // earlier output byte of the same value (or, once a chase has found it,
+    // its value).
     std::uint16_t source[kGatherMaxOut];
     // Steps 1-4, per segment.
     struct {
@@ -232,6 +236,17 @@ inline
 // log2 of the segment size for a block of n input bytes.
 TANDEM_HD std::uint32_t gather_segment_log(std::uint32_t n) {
   return n <= kGatherThreads * (kGatherSegment / 2) ? 5 : 6;
+}
+
+// A byte's entry in source[] once step 7 has run: its value, kGatherValue |
+// the byte, or an earlier byte of the same value. Below kGatherValue an entry
+// of kGatherValue or more can only be a value; in the last 256 bytes of a
+// 64 KiB block, where it can be an earlier byte too, only literals' entries
+// are values (nothing writes a value into any other entry there).
+inline constexpr std::uint32_t kGatherValue = 0xff00;
+
+TANDEM_HD bool gather_is_value(const GatherShared& s, std::uint32_t x, std::uint32_t entry) {
+  return entry >= kGatherValue && (x < kGatherValue || ((s.literal[x / 32] >> (x % 32)) & 1));
 }
 
 TANDEM_HD bool gather_marked(const GatherShared& s, std::uint32_t log, std::uint32_t p) {
@@ -587,8 +602,13 @@ TANDEM_HD ItemStatus decode_block_gather(const Block<kGatherWarps>& b, GatherSha
         runs[k] = r;
         firsts[k] = first;
         const std::uint32_t d = i - r;
-        repeats |= static_cast<std::uint32_t>(!((literal >> k) & 1) && d != 0 && d >= r - first) << k;
-        sources |= static_cast<std::uint64_t>((first + d) & 0xffff) << (16 * k);
+        const bool lit = (literal >> k) & 1;
+        repeats |= static_cast<std::uint32_t>(!lit && d != 0 && d >= r - first) << k;
+        // A literal byte's value, but at a run's start (its entry is read
+        // for the run's other bytes; step 7c gives its value).
+        const std::uint32_t source = (first + d) & 0xffff;
+        const std::uint32_t entry = lit && !start ? kGatherValue | copy[source] : source;
+        sources |= static_cast<std::uint64_t>(entry) << (16 * k);
       }
       if (repeats) {
         for (std::uint32_t k = 0; k < 4; ++k) {
@@ -610,51 +630,79 @@ TANDEM_HD ItemStatus decode_block_gather(const Block<kGatherWarps>& b, GatherSha
   });
   b.sync();
 
-  // Step 8: passes until every chase ends at a literal (one, unless a chase
-  // takes more than kGatherHops sources). A chase halves the path it
-  // follows: each byte it passes gets its source's source.
-  const auto is_literal = [&](std::uint32_t i) { return (s.literal[i / 32] >> (i % 32)) & 1; };
+  // Step 7c: the value of each literal run's first byte.
+  simt::block_threads(b, [&](std::uint32_t t) {
+    for (std::uint32_t k = t; k * 32 < total; k += kGatherThreads) {
+      std::uint32_t firsts = s.starts[k] & s.literal[k];
+      while (firsts) {
+        const std::uint32_t i = 32 * k + static_cast<std::uint32_t>(simt::last_set(firsts));
+        firsts &= ~(std::uint32_t{1} << (i % 32));
+        s.source[i] = static_cast<std::uint16_t>(kGatherValue | copy[s.source[i]]);
+      }
+    }
+  });
+  b.sync();
+
+  // Step 8: passes until every chase ends at a value (one, unless a chase
+  // takes more than kGatherHops entries). A chase halves the path it
+  // follows: each entry it passes gets its source's source. A byte below
+  // kGatherValue that a chase resolves gets its value, which later chases
+  // then stop at.
   const bool aligned = (reinterpret_cast<std::uintptr_t>(out) & 3) == 0;
   for (std::uint32_t pass = 0;; ++pass) {
     simt::block_threads(b, [&](std::uint32_t t) {
       if (t == 0) s.more[(pass + 1) % 3] = 0;
       bool done = true;
       for (std::uint32_t i0 = 4 * t; i0 < total; i0 += 4 * kGatherThreads) {
-        const std::uint32_t literal = (s.literal[i0 / 32] >> (i0 % 32)) & 15;
         const std::uint32_t count = total - i0 < 4 ? total - i0 : 4;
         // (Entries past the output are read but not used.)
-        const std::uint64_t sources = simt::load_aligned_u64(s.source + i0);
+        const std::uint64_t entries = simt::load_aligned_u64(s.source + i0);
         std::uint32_t word = 0;
         bool whole = true;
         TANDEM_UNROLL
         for (std::uint32_t k = 0; k < 4; ++k) {
           if (k >= count) break;
-          std::uint32_t x = static_cast<std::uint32_t>(sources >> (16 * k)) & 0xffff;
-          if (!((literal >> k) & 1)) {
-            // Follows the sources from i0 + k to a literal, halving the path;
-            // the byte's own source changes only if the chase went further.
-            const std::uint32_t own = x;
-            bool reached = is_literal(x);
-            for (std::uint32_t hops = 0; !reached && hops < kGatherHops; hops += 2) {
-              const std::uint32_t y = s.source[x];
-              if (is_literal(y)) {
-                x = y;
-                reached = true;
-                break;
+          const std::uint32_t i = i0 + k;
+          const std::uint32_t own = static_cast<std::uint32_t>(entries >> (16 * k)) & 0xffff;
+          std::uint32_t e = own;
+          if (i < kGatherValue ? e < kGatherValue : !gather_is_value(s, i, e)) {
+            std::uint32_t x = e;
+            bool reached;
+            if (i < kGatherValue) {
+              // Follows the entries from byte i to a value, halving the
+              // path (every byte on it lies below i, and so below
+              // kGatherValue: an entry of kGatherValue or more is a value).
+              e = s.source[x];
+              for (std::uint32_t hops = 0; e < kGatherValue && hops < kGatherHops; hops += 2) {
+                const std::uint32_t z = s.source[e];
+                s.source[x] = static_cast<std::uint16_t>(z);
+                if (z >= kGatherValue) {
+                  e = z;
+                  break;
+                }
+                x = z;
+                e = s.source[x];
               }
-              const std::uint32_t z = s.source[y];
-              s.source[x] = static_cast<std::uint16_t>(z);
-              x = z;
-              reached = is_literal(x);
+              reached = e >= kGatherValue;
+            } else {
+              // The same in the last 256 bytes of 64 KiB, where an entry of
+              // kGatherValue or more can also be an earlier byte.
+              e = s.source[x];
+              for (std::uint32_t hops = 0; !gather_is_value(s, x, e) && hops < kGatherHops; ++hops) {
+                x = e;
+                e = s.source[x];
+              }
+              reached = gather_is_value(s, x, e);
             }
-            if (x != own) s.source[i0 + k] = static_cast<std::uint16_t>(x);
             if (!reached) {
+              // Byte i's entry changes only if the chase went further.
+              if (x != own) s.source[i] = static_cast<std::uint16_t>(x);
               whole = false;
               continue;
             }
-            x = s.source[x];
+            if (i < kGatherValue) s.source[i] = static_cast<std::uint16_t>(e);
           }
-          word |= std::uint32_t{copy[x]} << (8 * k);
+          word |= (e & 0xff) << (8 * k);
         }
         if (!whole) {
           done = false;
@@ -668,7 +716,7 @@ TANDEM_HD ItemStatus decode_block_gather(const Block<kGatherWarps>& b, GatherSha
     });
     b.sync();
     if (!s.more[pass % 3]) break;
-    // Sources only ever lead to earlier bytes, so every chase ends within
+    // Entries only ever lead to earlier bytes, so every chase ends within
     // kGatherMaxOut / (kGatherHops / 2) passes; past that, take no chance.
     if (pass + 1 == kGatherMaxOut / (kGatherHops / 2)) return fallback();
   }

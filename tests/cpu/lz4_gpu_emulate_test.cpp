@@ -546,6 +546,19 @@ TEST(EmulatedLz4, BlocksAtTheGatherDecodersEdges) {
     b.sequence(last, 0, 0);
     blocks.emplace_back("period " + std::to_string(period), b);
   }
+  {
+    // The last 256 bytes of 64 KiB, where a byte's source can be at 0xff00
+    // or past it: short literal runs and matches that copy them and each
+    // other, a few bytes back.
+    BlockWriter b;
+    b.sequence(tandem::test::lz4_test_data(0, 1000, 2), 1000, 64000);
+    for (std::size_t k = 0; b.output.size() + 30 < 65536; ++k) {
+      const std::size_t back = b.output.size() > 65280 ? b.output.size() - 65280 : 300;
+      b.sequence(tandem::test::lz4_test_data(0, k % 5, k), 1 + (k * 37) % back, 4 + k % 9);
+    }
+    b.sequence(Bytes(65536 - b.output.size(), 'y'), 0, 0);
+    blocks.emplace_back("matches within the last 256 bytes of 64 KiB", b);
+  }
   for (auto& [name, b] : blocks) {
     SCOPED_TRACE(name);
     ASSERT_LE(b.output.size(), std::size_t{65536});
