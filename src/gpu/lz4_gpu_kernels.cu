@@ -417,6 +417,40 @@ constexpr std::size_t kDecodeWideMax = 32 * 1024;
 // 49.9 against 54.5, 256K 28.1 against 38.0, 1M 7.2 against 11.5, 4M 1.83
 // against 3.11.
 constexpr std::size_t kDecodeGatherMax = lz4k::kGatherMaxOut;
+// Batches of smaller blocks, over 8 KiB, run the gather decoder too when
+// they are few: at most kGatherFewWaves times as many as the GPU holds at
+// once (one a multiprocessor). There the lane and wide decoders leave the
+// GPU waiting on each block's chain of tokens. Measured on the H100, each
+// Silesia file alone (GB/s, lanes or wide against gather; blocks in the
+// batch):
+//   16K: dickens 33.3 / 56.9 (623), ooffice 19.6 / 39.9 (376), osdb 42.3 /
+//        45.2 (616), xml 21.2 / 46.6 (327); nci 129.7 / 64.6 (2,048)
+//   32K: dickens 27.4 / 72.1 (312), xml 18.8 / 53.7 (164); nci 125.1 / 94.4
+//        (1,024), silesia7 111.3 / 90.7 (2,501)
+//    8K: the lane decoder, at every batch measured (xml: 41.7 / 30.2, 653).
+constexpr std::size_t kDecodeGatherFewMin = 8 * 1024;
+constexpr std::size_t kGatherFewWaves = 5;
+
+// The gather kernel's shared memory, above the default limit, allowed once.
+cudaError_t gather_attribute() {
+  static std::once_flag once;
+  static cudaError_t attribute = cudaSuccess;
+  std::call_once(once, [] {
+    attribute = cudaFuncSetAttribute(lz4_decode_gather_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                     static_cast<int>(sizeof(lz4k::GatherShared)));
+  });
+  return attribute;
+}
+
+// Whether a batch of num_items blocks of up to max_output_size bytes runs
+// the gather decoder.
+bool decode_by_gather(std::size_t max_output_size, std::size_t num_items) {
+  if (max_output_size > kDecodeWideMax && max_output_size <= kDecodeGatherMax) return true;
+  if (max_output_size <= kDecodeGatherFewMin || max_output_size > kDecodeWideMax) return false;
+  if (gather_attribute() != cudaSuccess) return false;
+  const std::size_t fit = resident_blocks<lz4_decode_gather_kernel, lz4k::kGatherThreads, sizeof(lz4k::GatherShared)>();
+  return fit > 0 && num_items <= kGatherFewWaves * fit;
+}
 }  // namespace
 
 Status lz4_compress_async(const void* const* d_in_ptrs, const std::size_t* d_in_sizes, std::size_t max_item_size,
@@ -479,7 +513,8 @@ Status lz4_decompress_async(const void* const* d_in_ptrs, const std::size_t* d_i
     return {StatusCode::invalid_argument, "null device array"};
   }
   if (num_items > kMaxBlocks) return {StatusCode::invalid_argument, "too many items"};
-  if (max_output_size <= kDecodeLanesMax) {
+  const bool gather = decode_by_gather(max_output_size, num_items);
+  if (max_output_size <= kDecodeLanesMax && !gather) {
     const std::size_t blocks = (num_items + kLanesPerBlock - 1) / kLanesPerBlock;
     const auto launch = [&](auto kernel, std::size_t per_warp) {
       kernel<<<static_cast<unsigned>(blocks), kLanesPerBlock * 32, kLanesPerBlock * per_warp, stream>>>(
@@ -501,13 +536,8 @@ Status lz4_decompress_async(const void* const* d_in_ptrs, const std::size_t* d_i
     } else {
       launch(lz4_decode_lanes_kernel<0>, 0);
     }
-  } else if (max_output_size > kDecodeWideMax && max_output_size <= kDecodeGatherMax) {
-    static std::once_flag once;
-    static cudaError_t attribute = cudaSuccess;
-    std::call_once(once, [] {
-      attribute = cudaFuncSetAttribute(lz4_decode_gather_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                       static_cast<int>(sizeof(lz4k::GatherShared)));
-    });
+  } else if (gather) {
+    const cudaError_t attribute = gather_attribute();
     if (attribute != cudaSuccess) return {StatusCode::device_error, cudaGetErrorString(attribute)};
     lz4_decode_gather_kernel<<<static_cast<unsigned>(num_items), lz4k::kGatherThreads, sizeof(lz4k::GatherShared),
                                stream>>>(d_in_ptrs, d_in_sizes, num_items, d_out_ptrs, d_out_capacities, d_out_sizes,
