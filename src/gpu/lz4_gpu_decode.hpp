@@ -4,8 +4,8 @@
 // thread block of kWideWarps warps per LZ4 block, for larger ones; and
 // decode_block_window, a thread block whose parse spreads over several
 // warps, for the largest. (decode_block_gather, in lz4_gpu_gather.hpp,
-// takes blocks of 32 to 64 KiB: its 1024 threads parse and gather a whole
-// block at once.)
+// takes blocks of 32 to 64 KiB, and batches of few blocks over 8 KiB: its
+// 1024 threads parse and gather a whole block at once.)
 //
 // Parsing an LZ4 block is a chain: where a sequence starts depends on every
 // length before it. Copying mostly is not, so the decoders split the two.
