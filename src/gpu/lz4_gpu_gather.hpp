@@ -665,6 +665,9 @@ TANDEM_HD ItemStatus decode_block_gather(const Block<kGatherWarps>& b, GatherSha
           const std::uint32_t i = i0 + k;
           const std::uint32_t own = static_cast<std::uint32_t>(entries >> (16 * k)) & 0xffff;
           std::uint32_t e = own;
+          // (gather_is_value(s, i, e) spelled out below kGatherValue: the
+          // call here made the whole decoder 4% slower on the H100, 112.5
+          // against 117.3 GB/s.)
           if (i < kGatherValue ? e < kGatherValue : !gather_is_value(s, i, e)) {
             std::uint32_t x = e;
             bool reached;
