@@ -245,6 +245,9 @@ TANDEM_HD std::uint32_t gather_segment_log(std::uint32_t n) {
 // are values (nothing writes a value into any other entry there).
 inline constexpr std::uint32_t kGatherValue = 0xff00;
 
+// The entry that holds `byte` as its value.
+TANDEM_HD std::uint32_t gather_value(std::uint32_t byte) { return kGatherValue | byte; }
+
 TANDEM_HD bool gather_is_value(const GatherShared& s, std::uint32_t x, std::uint32_t entry) {
   return entry >= kGatherValue && (x < kGatherValue || ((s.literal[x / 32] >> (x % 32)) & 1));
 }
@@ -607,7 +610,7 @@ TANDEM_HD ItemStatus decode_block_gather(const Block<kGatherWarps>& b, GatherSha
         // A literal byte's value, but at a run's start (its entry is read
         // for the run's other bytes; step 7c gives its value).
         const std::uint32_t source = (first + d) & 0xffff;
-        const std::uint32_t entry = lit && !start ? kGatherValue | copy[source] : source;
+        const std::uint32_t entry = lit && !start ? gather_value(copy[source]) : source;
         sources |= static_cast<std::uint64_t>(entry) << (16 * k);
       }
       if (repeats) {
@@ -637,7 +640,7 @@ TANDEM_HD ItemStatus decode_block_gather(const Block<kGatherWarps>& b, GatherSha
       while (firsts) {
         const std::uint32_t i = 32 * k + static_cast<std::uint32_t>(simt::last_set(firsts));
         firsts &= ~(std::uint32_t{1} << (i % 32));
-        s.source[i] = static_cast<std::uint16_t>(kGatherValue | copy[s.source[i]]);
+        s.source[i] = static_cast<std::uint16_t>(gather_value(copy[s.source[i]]));
       }
     }
   });
