@@ -77,11 +77,7 @@ Status lz4_compress_async(const void* const* d_in_ptrs, const std::size_t* d_in_
                           const std::size_t* d_out_capacities, std::size_t* d_out_sizes, ItemStatus* d_statuses,
                           Stream stream);
 
-// Temporary device storage that lz4_decompress_async needs for `num_items`
-// items decoding to at most `max_output_size` bytes each: about 8 KiB an item
-// where max_output_size is over 8 KiB and at most 64 KiB (where each block's
-// chain of tokens is found by a kernel of its own before the bytes are
-// gathered), else 0.
+// Temporary device storage that lz4_decompress_async needs. May be 0.
 Status lz4_decompress_temp_size(std::size_t num_items, std::size_t max_output_size, std::size_t* temp_bytes);
 
 // Decodes the LZ4 block d_in_ptrs[i] of d_in_sizes[i] bytes into d_out_ptrs[i],
@@ -92,8 +88,7 @@ Status lz4_decompress_temp_size(std::size_t num_items, std::size_t max_output_si
 //   max_output_size          the largest of d_out_capacities: it picks the kernels'
 //                            shape (a warp per block for small blocks, a thread block
 //                            per block for large); any value decodes correctly
-//   d_temp, temp_bytes       device, at least lz4_decompress_temp_size (else invalid_argument);
-//                            may be null when that is 0
+//   d_temp, temp_bytes       device, at least lz4_decompress_temp_size; may be null when that is 0
 //   d_out_ptrs               device array [num_items] of device buffers
 //   d_out_capacities         device array [num_items]
 //   d_out_sizes              device array [num_items]: bytes decoded (0 on failure)

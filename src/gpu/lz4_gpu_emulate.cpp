@@ -46,11 +46,8 @@ ItemStatus lz4_decode_block_emulated(const std::uint8_t* in, std::size_t in_size
     alignas(16) std::uint8_t stage[lz4k::kLaneStageBytes<lz4k::kStageBytes>];  // as the device's is
     status = lz4k::decode_block_lanes_staged<lz4k::kStageBytes>(simt::Warp{}, stage, in, n, out, cap, &size);
   } else if (shape == DecodeShape::gather) {
-    const auto plan_shared = std::make_unique<lz4k::PlanShared>();
-    const auto plan = std::make_unique<lz4k::GatherPlan>();
-    lz4k::gather_plan(simt::Block<lz4k::kPlanWarps>{}, *plan_shared, in, n, plan.get());
     const auto shared = std::make_unique<lz4k::GatherShared>();
-    status = lz4k::decode_block_gather(simt::Block<lz4k::kGatherWarps>{}, *shared, *plan, in, n, out, cap, &size);
+    status = lz4k::decode_block_gather(simt::Block<lz4k::kGatherWarps>{}, *shared, in, n, out, cap, &size);
   } else if (shape == DecodeShape::window) {
     const auto shared = std::make_unique<lz4k::WindowShared<lz4k::kWindowWarps>>();
     status = lz4k::decode_block_window(simt::Block<lz4k::kWindowWarps>{}, *shared, in, n, out, cap, &size);

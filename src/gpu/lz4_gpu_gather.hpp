@@ -1,41 +1,37 @@
-// The gather decoder: an LZ4 block of up to 64 KiB decoded by two kernels,
-// none of whose threads follows the block's whole chain of tokens.
+// decode_block_gather: an LZ4 block of up to 64 KiB decoded by a thread block
+// of 1024 threads, none of which follows the block's whole chain of tokens.
 //
 // The other decoders follow the chain sequence by sequence on one warp, and
 // a block takes as long as that chain: its blocks with the most sequences
-// set the time of a batch that the GPU holds at once. Here the chain is
-// found by a light kernel, many blocks a multiprocessor at once, and the
-// bytes are gathered by a heavy one, a block a multiprocessor:
+// set the time of a batch that the GPU holds at once. Here every step works
+// on the whole block at once, its threads separated by barriers:
 //
-// gather_plan (kPlanThreads threads a block) writes a GatherPlan: where the
-// block's chain is at every kGatherThreads-th part of its sequences, in the
-// input and in the output.
-//  P0. The block's input is copied to shared memory.
-//  P1. Segments. The input is cut into segments of a multiple of 32 bytes,
-//      one a thread. Each thread follows the chain that would start at its
-//      segment's first byte to the end of the segment, marking where its
-//      tokens are (a bit a byte).
-//  P2. Joins. Each thread follows its chain on, past its segment, until it
-//      lands on a mark of the segment it is in: from there its chain and
-//      that segment's are one (kPlanReach sequences at most).
-//  P3. The path: the block's chain is segment 0's; it joins segment k's,
-//      which joins another's, and so on; found by pointer jumping, 32
-//      segments a warp, then a walk over the windows.
-//  P4. Entries. Each segment on the path follows its join again and gives
-//      each segment it enters the block's first position there.
-//  P5. Each thread counts the sequences and output of the block's chain in
-//      its segment; prefix sums give where each segment's start in both.
-//  P6. Each thread follows its segment's part of the chain again and writes
-//      the splits that fall in it.
-//
-// decode_block_gather (kGatherThreads threads a block), from the plan:
-//  0. The block's input is copied to shared memory.
-//  6. Runs. Each thread follows its share of the sequences (the same number
-//     for every thread, from the plan), checks each offset against its
-//     output position, and marks where each run (a sequence's literals, its
-//     match) starts in the output, with the source of the run's first byte:
-//     for a literal, its input position; for a match, the output byte
-//     `offset` back. Literal bytes are marked too.
+//  0. The block's input is copied to shared memory, where every step reads
+//     it.
+//  1. Segments. The input is cut into segments of 32 or 64 bytes, one a
+//     thread. Each thread follows the chain that would start at its
+//     segment's first byte to the end of the segment, marking where tokens
+//     would be (a bit a byte) and summing the output before each.
+//  2. Joins. Each thread follows its chain on, past its segment, until it
+//     lands on a mark of the segment it is in: from there its chain and that
+//     segment's are one. Chains that start at different bytes meet soon (on
+//     silesia, most within the next segment). It notes the first token in
+//     each segment it passes on the way, and its output there.
+//  3. The path. The block's chain is segment 0's; it joins segment k's, which
+//     joins another's, and so on: the segments whose chains it takes are
+//     found by pointer jumping, 32 segments a warp, then a walk over the 32
+//     windows.
+//  4. Entries. The notes of the segments on the path give, for every
+//     segment, where the block's chain enters it and the output of the
+//     block's sequences that start there (the notes' sums, and the sums of
+//     step 1 from where a chain joins).
+//  5. Sizes. A prefix sum over the segments gives each one's output
+//     position.
+//  6. Runs. Each thread follows its sequences again, checks each offset
+//     against its output position, and marks where each run (a sequence's
+//     literals, its match) starts in the output, with the source of the
+//     run's first byte: for a literal, its input position; for a match, the
+//     output byte `offset` back. Literal bytes are marked too.
 //  7. Sources. Every other output byte gets its source from its run's first
 //     (the run: the last start at or before it, from the marks and a running
 //     maximum over their words); in a match that overlaps itself, the
@@ -44,26 +40,22 @@
 //     the path as it goes (each byte passed gets its source's source), and
 //     writes it to global memory; the byte's own entry becomes the value,
 //     where later chases stop.
-// (Steps 1 to 5 were the plan's, in the one kernel before.)
 //
 // A source is always an earlier byte of the same value, so it does not
 // matter in which order the chases of step 8 see each other's changes.
-// A block that either kernel cannot vouch for (a sequence on the chain that
-// cannot be read, a chain that does not end at the input's end or that does
-// not join within kPlanReach sequences, a bad offset, more input or output
-// than the shared memory holds) is decoded by decode_block_lanes on the
-// first warp: the same statuses, sizes and bytes as the other decoders,
-// whatever the input.
+// A block that any step cannot vouch for (a bad sequence on the path, a
+// chain that does not join within kGatherReach sequences, a bad offset, more
+// input or output than the shared memory holds) is decoded by
+// decode_block_lanes on the first warp: the same statuses, sizes and bytes
+// as the other decoders, whatever the input.
 //
 // Measured on the H100, silesia7 in 64 KiB blocks (GB/s): the wide decoder
-// 79.1; the gather decoder in one kernel, its 1024 threads parsing too,
-// 117.3 (steps 1 to 6 took half of a block's 134,000 cycles, 29% of it
-// waiting on the warp with the longest chain); in two kernels, 122.1 (the
-// gather kernel about 84,000 cycles a block; the plan kernel, two thread
-// blocks a multiprocessor, a third of the batch's time).
+// 79.1, this one 117.3 (115.4 while literals' entries were input positions
+// and each hop of a chase read the literal bitmap). Where its time goes
+// (clock64 between barriers, an average block of 135,000 cycles): steps 0-5
+// about 37%, step 6 13%, step 7 21%, step 8 29%.
 #pragma once
 
-#include <cstddef>
 #include <cstdint>
 
 #include "gpu/lz4_gpu_decode.hpp"
@@ -72,17 +64,35 @@ namespace tandem::gpu::lz4k {
 
 inline constexpr int kGatherWarps = 32;
 inline constexpr std::uint32_t kGatherThreads = kGatherWarps * simt::kWarpSize;
-inline constexpr std::uint32_t kGatherMaxIn = 64 * 1024;
+// Input bytes a segment (a bit each in a 64-bit mask): 64, or 32 for
+// blocks of at most kGatherThreads * 32 input bytes, so that their threads
+// follow shorter chains in steps 1 and 6 (gather_segment_log). On the H100,
+// silesia7 in 64 KiB blocks: 106.6 GB/s with 64 always, 108.3 so, 106.7
+// with 16 for blocks of at most 16 KiB too.
+inline constexpr std::uint32_t kGatherSegment = 64;
+inline constexpr std::uint32_t kGatherMaxIn = kGatherThreads * kGatherSegment;
 inline constexpr std::uint32_t kGatherMaxOut = 64 * 1024;  // sources are 16-bit
+// Sequences a chain follows past its segment before step 2 gives up on it.
+inline constexpr std::uint32_t kGatherReach = 256;
 // Sources a chase of step 8 follows in one pass.
 inline constexpr std::uint32_t kGatherHops = 1024;
 
 // Where a chain stops other than at a token position (positions are below
-// kGatherMaxIn).
-inline constexpr std::uint32_t kChainLast = 0x80000000u;  // at the block's last sequence
-inline constexpr std::uint32_t kChainBad = 0x80000001u;   // at a sequence that cannot be read
-inline constexpr std::uint32_t kChainTooLong = 0x80000002u;  // not joined within kPlanReach sequences
-
+// kGatherMaxIn, segment numbers below kGatherThreads).
+inline constexpr std::uint32_t kChainLast = 0x80000000u;     // at the block's last sequence
+inline constexpr std::uint32_t kChainBad = 0x80000001u;      // at a sequence that cannot be read
+inline constexpr std::uint32_t kChainTooLong = 0x80000002u;  // not joined within kGatherReach
+// No token in a segment. (A token at input byte 65535 can only be the
+// block's last, an empty literal run; its segment writes nothing either way.)
+inline constexpr std::uint32_t kNoEntry = 0xffff;
+// Entries that step 2 notes for step 4, a chain; one that passes more
+// segments before it joins is followed again in step 4.
+inline constexpr std::uint32_t kGatherNoted = 6;
+// Tokens of a chain within its segment: 3 bytes a sequence at least, but the
+// last (64 / 3, rounded up).
+inline constexpr std::uint32_t kGatherTokens = 22;
+// A chain's output in its segment that its 16-bit sums cannot hold.
+inline constexpr std::uint32_t kTooManyBytes = 0xffffffffu;
 
 // A sequence as the chains read it: its lengths, its offset, and where the
 // next token is. Checks what the input alone can tell; the offset against the
@@ -157,36 +167,19 @@ TANDEM_HD GatherSequence gather_sequence(const std::uint8_t* in, std::uint32_t n
 }
 
 // Where the next token is after the sequence at in[p], p < n (or a kChain
-// stop), and its output bytes, as gather_sequence gives them: here when each
-// length has one extension byte at most and the next token lies inside the
-// input (the reads stay below n, or at p + 1), else by gather_sequence.
+// stop), and its output bytes: from the token alone when neither length
+// has an extension and the next token lies inside the input, as for
+// gather_sequence.
 TANDEM_HD std::uint32_t gather_next(const std::uint8_t* in, std::uint32_t n, std::uint32_t p, std::uint32_t* bytes) {
   const std::uint32_t token = in[p];
-  std::uint32_t lit = token >> 4;
-  std::uint32_t ml = token & 15;
-  std::uint32_t q = p + 1;
-  bool quick = true;
-  if (lit == 15) {
-    const std::uint32_t e = in[q++];
-    lit += e;
-    quick = e != 255;
+  const std::uint32_t lit = token >> 4;
+  if (lit != 15 && (token & 15) != 15 && p + 3 + lit < n) {
+    *bytes = lit + (token & 15) + kMinMatch;
+    return p + 3 + lit;
   }
-  q += lit;  // the offset
-  if (quick && q + 2 < n) {
-    q += 2;
-    if (ml == 15) {
-      const std::uint32_t e = in[q++];
-      ml += e;
-      quick = e != 255 && q < n;
-    }
-    if (quick) {
-      *bytes = lit + ml + kMinMatch;
-      return q;
-    }
-  }
-  const GatherSequence g = gather_sequence(in, n, p);
-  *bytes = g.lit + g.ml;
-  return g.next;
+  const GatherSequence q = gather_sequence(in, n, p);
+  *bytes = q.lit + q.ml;
+  return q.next;
 }
 
 inline constexpr std::uint32_t kGatherWords = kGatherMaxOut / 32;
@@ -195,14 +188,34 @@ struct GatherShared {
   // The block's input, from byte `phase` (its address modulo 16) on, and 16
   // bytes for gather_sequence to read past it.
   alignas(16) std::uint8_t input[kGatherMaxIn + 32];
-  // Each output byte's source: for a literal, its input position (its value
-  // from step 7 on; see gather_is_value); for a match byte, an earlier output
-  // byte of the same value (or, once a chase has found it, its value).
-  std::uint16_t source[kGatherMaxOut];
+  union {
+    // Steps 6-8: each output byte's source: for a literal, its input position
+    // (its value from step 7 on; see gather_is_value); for a match byte, an
+    // earlier output byte of the same value (or, once a chase has found it,
+    // its value).
+    std::uint16_t source[kGatherMaxOut];
+    // Steps 1-4, per segment.
+    struct {
+      std::uint64_t marks[kGatherThreads];  // where its chain has tokens
+      std::uint32_t leave[kGatherThreads];  // where its chain leaves it, or a kChain stop
+      std::uint32_t join[kGatherThreads];   // where its chain joins another segment's, or a kChain stop
+      std::uint16_t before[kGatherTokens][kGatherThreads];  // output of its chain's tokens before the t-th
+      std::uint32_t bytes[kGatherThreads];  // output of its chain's tokens in it, or kTooManyBytes
+      std::uint32_t reach[kGatherThreads];  // the path from it within its window of 32
+      std::uint32_t exit[kGatherThreads];   // where that path leaves the window
+      std::uint32_t path[kGatherWarps];     // the path's segments, a window each
+      std::uint32_t noted[kGatherNoted][kGatherThreads];        // the entries its join passes
+      std::uint32_t noted_bytes[kGatherNoted][kGatherThreads];  // and its output in each before it leaves
+      std::uint32_t notes[kGatherThreads];                      // how many
+    } chains;
+  };
   std::uint32_t literal[kGatherWords];  // bit i: output byte i is a literal
   std::uint32_t starts[kGatherWords];   // bit i: a run (literals or a match) starts at output byte i
   std::uint16_t last_start[kGatherWords];  // the last start in the words from its warp's first to w
-  std::uint32_t warp_total[kGatherWarps];  // a warp's last start (step 7)
+  std::uint16_t entry[kGatherThreads];  // the block's first token in each segment, or kNoEntry
+  std::uint32_t at[kGatherThreads];     // each segment's output: its size, then its position
+  std::uint32_t warp_total[kGatherWarps];  // a warp's: output (step 5), then last start (step 7)
+  std::uint32_t total;
   std::uint32_t fail;
   std::uint32_t more[3];  // step 8: a chase is left unfinished, by pass modulo 3
 };
@@ -220,6 +233,10 @@ inline
   return decode_block_lanes(Warp{}, in, n, out, cap, out_size);
 }
 
+// log2 of the segment size for a block of n input bytes.
+TANDEM_HD std::uint32_t gather_segment_log(std::uint32_t n) {
+  return n <= kGatherThreads * (kGatherSegment / 2) ? 5 : 6;
+}
 
 // A byte's entry in source[] once step 7 has run: its value, kGatherValue |
 // the byte, or an earlier byte of the same value. Below kGatherValue an entry
@@ -235,6 +252,58 @@ TANDEM_HD bool gather_is_value(const GatherShared& s, std::uint32_t x, std::uint
   return entry >= kGatherValue && (x < kGatherValue || ((s.literal[x / 32] >> (x % 32)) & 1));
 }
 
+TANDEM_HD bool gather_marked(const GatherShared& s, std::uint32_t log, std::uint32_t p) {
+  return (s.chains.marks[p >> log] >> (p & ((1u << log) - 1))) & 1;
+}
+
+// The output of segment k's chain from its token at y on (y marked in k), or
+// kTooManyBytes.
+TANDEM_HD std::uint32_t gather_suffix(const GatherShared& s, std::uint32_t log, std::uint32_t k, std::uint32_t y) {
+  const std::uint32_t bytes = s.chains.bytes[k];
+  if (bytes == kTooManyBytes) return kTooManyBytes;
+  const std::uint64_t below = s.chains.marks[k] & ((std::uint64_t{1} << (y & ((1u << log) - 1))) - 1);
+  const auto t = static_cast<std::uint32_t>(simt::popcount(static_cast<std::uint32_t>(below)) +
+                                            simt::popcount(static_cast<std::uint32_t>(below >> 32)));
+  return bytes - s.chains.before[t][k];
+}
+
+// Adds a chain's output in segment k to the segment's size; false when too
+// large for the sums.
+TANDEM_HD bool gather_add(GatherShared& s, std::uint32_t k, std::uint32_t bytes) {
+  if (bytes == kTooManyBytes) return false;
+  s.at[k] += bytes;
+  return true;
+}
+
+// Step 4 for a segment on the path whose join passed more segments than
+// step 2 noted: follows its chain from where it leaves the segment to the
+// join again, noting the first token in each segment it passes and its
+// output there. False when the sums cannot hold it.
+TANDEM_HD bool gather_entries(GatherShared& s, std::uint32_t log, const std::uint8_t* in, std::uint32_t n,
+                              std::uint32_t j) {
+  std::uint32_t p = s.chains.leave[j];
+  std::uint32_t seg = j;
+  std::uint32_t sum = 0;
+  while (p < kChainLast) {
+    const std::uint32_t k = p >> log;
+    if (k != seg) {
+      if (seg != j) s.at[seg] += sum;
+      sum = 0;
+      s.entry[k] = static_cast<std::uint16_t>(p);
+      seg = k;
+    }
+    if (gather_marked(s, log, p)) {
+      const std::uint32_t suffix = gather_suffix(s, log, k, p);
+      return suffix != kTooManyBytes && gather_add(s, k, sum + suffix);
+    }
+    std::uint32_t bytes;
+    p = gather_next(in, n, p, &bytes);
+    sum += bytes;
+  }
+  if (seg != j) s.at[seg] += sum;
+  return true;
+}
+
 // Sets bits [lo, hi) of a bitmap.
 TANDEM_HD void gather_set_bits(std::uint32_t* bits, std::uint32_t lo, std::uint32_t hi) {
   while (lo < hi) {
@@ -246,146 +315,101 @@ TANDEM_HD void gather_set_bits(std::uint32_t* bits, std::uint32_t lo, std::uint3
   }
 }
 
-
-// ------------------------------------------------------------- the plan ----
-
-// Warps of gather_plan's thread block. Its shared memory (PlanShared, about
-// 84 KiB) lets a multiprocessor hold two.
-#ifdef TANDEM_PLAN_WARPS
-inline constexpr int kPlanWarps = TANDEM_PLAN_WARPS;
-#else
-inline constexpr int kPlanWarps = 16;
-#endif
-inline constexpr std::uint32_t kPlanThreads = kPlanWarps * simt::kWarpSize;
-// Sequences a chain follows past its segment before step P2 gives up on it
-// (and, if the block's chain needs it, the plan leaves the block to the
-// lane decoder).
-inline constexpr std::uint32_t kPlanReach = 256;
-
-// Where a thread of step 6 starts: its first token in the input and that
-// sequence's output position.
-struct GatherSplit {
-  std::uint32_t in;
-  std::uint32_t out;
-};
-
-// What gather_plan hands decode_block_gather for one block, in the
-// decompression's temporary storage. Thread t of step 6 takes the sequences
-// from split[t] to split[t + 1] (the last: to the chain's end), the same
-// number for every thread but the last.
-struct GatherPlan {
-  std::uint32_t ok;       // 1: the chain was followed to the input's end and its output fits 64 KiB
-  std::uint32_t total;    // the block's output bytes
-  std::uint32_t threads;  // threads with sequences: split[0, threads)
-  std::uint32_t pad;
-  GatherSplit split[kGatherThreads];
-};
-
-// Batches whose blocks decode to more than this, and at most kGatherMaxOut,
-// may run the gather decoder, and have a GatherPlan a block in the
-// temporary storage.
-inline constexpr std::size_t kGatherPlanMin = 8 * 1024;
-
-// The temporary storage of a batch: its plans. False when num_items is too
-// large to count them.
-inline bool gather_plan_bytes(std::size_t num_items, std::size_t max_output_size, std::size_t* bytes) {
-  *bytes = 0;
-  if (max_output_size <= kGatherPlanMin || max_output_size > kGatherMaxOut) return true;
-  if (num_items > (std::size_t{1} << 32)) return false;
-  *bytes = num_items * sizeof(GatherPlan);
-  return true;
-}
-
-struct PlanShared {
-  // The block's input, as in GatherShared.
-  alignas(16) std::uint8_t input[kGatherMaxIn + 32];
-  std::uint32_t marks[kGatherMaxIn / 32];  // bit p: a token of the chain of p's segment
-  // Per segment:
-  std::uint32_t leave[kPlanThreads];  // where its own chain leaves it, or a kChain stop
-  std::uint32_t join[kPlanThreads];   // where its chain joins another segment's, or a kChain stop
-  std::uint32_t reach[kPlanThreads];  // the path from it within its window of 32
-  std::uint32_t exit[kPlanThreads];   // where that path leaves the window
-  std::uint32_t entry[kPlanThreads];  // the block's chain's first position in it (or past it)
-  std::uint32_t count[kPlanThreads];  // the block's sequences in it (P5), then before it
-  std::uint32_t bytes[kPlanThreads];  // their output, then the output before it
-  std::uint32_t path[kPlanWarps];     // the path's segments, a window each
-  std::uint32_t warp_count[kPlanWarps];
-  std::uint32_t warp_bytes[kPlanWarps];
-  std::uint32_t broken;  // P3: the path does not end at the input's end
-  std::uint32_t sequences;
-  std::uint32_t total;
-};
-
-// Bytes a segment of the plan for a block of n input bytes: n / kPlanThreads
-// rounded up to a multiple of 32, so that each thread's marks are words of
-// its own.
-TANDEM_HD std::uint32_t plan_segment_size(std::uint32_t n) {
-  const std::uint32_t each = (n + kPlanThreads - 1) / kPlanThreads;
-  return (each + 31) & ~31u;
-}
-
-TANDEM_HD void gather_plan(const Block<kPlanWarps>& b, PlanShared& s, const std::uint8_t* in, std::uint32_t n,
-                           GatherPlan* plan) {
-  const auto give_up = [&]() {
-    simt::block_threads(b, [&](std::uint32_t t) {
-      if (t == 0) plan->ok = 0;
+TANDEM_HD ItemStatus decode_block_gather(const Block<kGatherWarps>& b, GatherShared& s, const std::uint8_t* in,
+                                         std::uint32_t n, std::uint8_t* out, std::uint32_t cap,
+                                         std::uint32_t* out_size) {
+  const auto fallback = [&]() {
+    ItemStatus status = ItemStatus::ok;
+    b.warps([&](const Warp& w, int warp) {
+      (void)w;
+      if (warp == 0) status = gather_fallback(in, n, out, cap, out_size);
     });
+    return status;
   };
-  if (n == 0 || n > kGatherMaxIn) return give_up();
-  const std::uint32_t size = plan_segment_size(n);
-  const std::uint32_t segments = (n + size - 1) / size;
-  const auto segment_end = [&](std::uint32_t j) { return (j + 1) * size < n ? (j + 1) * size : n; };
+  if (n == 0 || n > kGatherMaxIn) return fallback();
+  const std::uint32_t log = gather_segment_log(n);
+  const std::uint32_t segments = (n + (1u << log) - 1) >> log;
+  // The input's copy, at in's address modulo 16.
   const std::uint32_t phase = static_cast<std::uint32_t>(reinterpret_cast<std::uintptr_t>(in) & 15);
   std::uint8_t* const copy = s.input + phase;
 
-  // P0.
-  simt::block_threads(b, [&](std::uint32_t t) { simt::copy_phased_share(copy, in, n, t, kPlanThreads); });
+  // Steps 0 and 1.
+  simt::block_threads(b, [&](std::uint32_t t) {
+    simt::copy_phased_share(copy, in, n, t, kGatherThreads);
+    for (std::uint32_t k = t; k < kGatherWords; k += kGatherThreads) {
+      s.literal[k] = 0;
+      s.starts[k] = 0;
+    }
+    s.entry[t] = static_cast<std::uint16_t>(t == 0 ? 0 : kNoEntry);
+    s.at[t] = 0;
+    if (t == 0) {
+      s.fail = 0;
+      s.more[0] = s.more[1] = s.more[2] = 0;
+    }
+  });
   b.sync();
-  // P1: each segment's own chain.
   simt::block_threads(b, [&](std::uint32_t j) {
     if (j >= segments) return;
-    const std::uint32_t end = segment_end(j);
-    for (std::uint32_t k = j * size / 32; k < (end + 31) / 32; ++k) s.marks[k] = 0;
-    std::uint32_t p = j * size;
+    const std::uint32_t start = j << log;
+    const std::uint32_t end = start + (1u << log) < n ? start + (1u << log) : n;
+    std::uint64_t marks = 0;
+    std::uint32_t p = start;
+    std::uint32_t sum = 0;
+    std::uint32_t t = 0;
     while (p < end) {
-      s.marks[p / 32] |= std::uint32_t{1} << (p % 32);
+      marks |= std::uint64_t{1} << (p - start);
+      s.chains.before[t++][j] = static_cast<std::uint16_t>(sum);
       std::uint32_t bytes;
       p = gather_next(copy, n, p, &bytes);
+      sum += bytes;
     }
-    s.leave[j] = p;
+    s.chains.marks[j] = marks;
+    s.chains.leave[j] = p;
+    s.chains.bytes[j] = sum > 0xffff ? kTooManyBytes : sum;
   });
   b.sync();
 
-  // P2: joins. Each segment's chain, followed on from where it leaves the
-  // segment, until it lands on a token of the chain of the segment it is in:
-  // from there the two are one.
+  // Step 2, noting the first token in each segment the chain passes.
   simt::block_threads(b, [&](std::uint32_t j) {
     if (j >= segments) return;
-    std::uint32_t p = s.leave[j];
-    for (std::uint32_t steps = 0; p < kChainLast; ++steps) {
-      if ((s.marks[p / 32] >> (p % 32)) & 1) break;
-      if (steps == kPlanReach) {
+    std::uint32_t p = s.chains.leave[j];
+    std::uint32_t seg = j;
+    std::uint32_t notes = 0;
+    std::uint32_t steps = 0;
+    std::uint32_t sum = 0;
+    while (p < kChainLast) {
+      const std::uint32_t k = p >> log;
+      if (k != seg) {
+        if (notes > 0 && notes <= kGatherNoted) s.chains.noted_bytes[notes - 1][j] = sum;
+        sum = 0;
+        if (notes < kGatherNoted) s.chains.noted[notes][j] = p;
+        ++notes;
+        seg = k;
+      }
+      if (gather_marked(s, log, p)) break;
+      if (++steps > kGatherReach) {
         p = kChainTooLong;
         break;
       }
       std::uint32_t bytes;
       p = gather_next(copy, n, p, &bytes);
+      sum += bytes;
     }
-    s.join[j] = p;
+    if (notes > 0 && notes <= kGatherNoted) s.chains.noted_bytes[notes - 1][j] = sum;
+    s.chains.join[j] = p;
+    s.chains.notes[j] = notes;
   });
   b.sync();
 
-  // P3: the path, the segments whose chains the block's chain takes:
-  // segment 0's, then the one it joins, and so on. Within each window of 32
-  // segments, by pointer jumping, the path from each segment and where it
-  // leaves the window ...
+  // Step 3: within each window of 32 segments, by pointer jumping, the path
+  // from each segment and where it leaves the window ...
   b.warps([&](const Warp& w, int warp) {
     const std::uint32_t first = static_cast<std::uint32_t>(warp) * simt::kWarpSize;
     // The segment each chain joins, or its kChain stop.
     const Lanes<std::uint32_t> join = w.map([&](int l) {
       const std::uint32_t j = first + static_cast<std::uint32_t>(l);
-      const std::uint32_t at = j < segments ? s.join[j] : kChainBad;
-      return at < kChainLast ? at / size : at;
+      const std::uint32_t at = j < segments ? s.chains.join[j] : kChainBad;
+      return at < kChainLast ? at >> log : at;
     });
     // The next segment of the path within the window; itself at its end.
     Lanes<int> next = w.map([&](int l) {
@@ -403,190 +427,86 @@ TANDEM_HD void gather_plan(const Block<kPlanWarps>& b, PlanShared& s, const std:
     const Lanes<std::uint32_t> exit = w.shfl(join, next);
     w.each([&](int l) {
       const std::uint32_t j = first + static_cast<std::uint32_t>(l);
-      s.reach[j] = reach[l];
-      s.exit[j] = exit[l];
+      s.chains.reach[j] = reach[l];
+      s.chains.exit[j] = exit[l];
     });
   });
   b.sync();
   // ... then window by window from segment 0.
-  simt::block_threads(b, [&](std::uint32_t t) {
-    if (t != 0) return;
-    for (std::uint32_t w = 0; w < kPlanWarps; ++w) s.path[w] = 0;
+  simt::block_threads(b, [&](std::uint32_t j) {
+    if (j != 0) return;
+    for (std::uint32_t w = 0; w < kGatherWarps; ++w) s.chains.path[w] = 0;
     std::uint32_t k = 0;
     while (k < segments) {
-      s.path[k / simt::kWarpSize] = s.reach[k];
-      k = s.exit[k];
+      s.chains.path[k / simt::kWarpSize] = s.chains.reach[k];
+      k = s.chains.exit[k];
     }
-    s.broken = k == kChainLast ? 0 : 1;  // the chain ends with the input, at its last sequence
+    if (k != kChainLast) s.fail = 1;
   });
   b.sync();
-  if (s.broken) return give_up();
+  if (s.fail) return fallback();
 
-  // P4: the entries. Each segment on the path follows its join again and
-  // gives each segment it enters its first position there (segments a
-  // literal run passes get the position after it, where they have no token).
+  // Step 4, and each segment's output: what the chains on the path put in
+  // it (segment 0's chain all its own).
   simt::block_threads(b, [&](std::uint32_t j) {
-    if (j == 0) s.entry[0] = 0;
-    if (j >= segments || !((s.path[j / simt::kWarpSize] >> (j % simt::kWarpSize)) & 1)) return;
-    const std::uint32_t join = s.join[j];
-    std::uint32_t p = s.leave[j];
-    std::uint32_t seg = j;
-    for (;;) {
-      const std::uint32_t k = p < kChainLast ? p / size : segments - 1;
-      while (seg < k) s.entry[++seg] = p;
-      if (p == join || p >= kChainLast) break;
-      std::uint32_t bytes;
-      p = gather_next(copy, n, p, &bytes);
+    if (j >= segments || !((s.chains.path[j / simt::kWarpSize] >> (j % simt::kWarpSize)) & 1)) return;
+    if (j == 0 && !gather_add(s, 0, s.chains.bytes[0])) s.fail = 1;
+    const std::uint32_t notes = s.chains.notes[j];
+    if (notes > kGatherNoted) {
+      if (!gather_entries(s, log, copy, n, j)) s.fail = 1;
+      return;
     }
+    for (std::uint32_t k = 0; k < notes; ++k) {
+      const std::uint32_t p = s.chains.noted[k][j];
+      s.entry[p >> log] = static_cast<std::uint16_t>(p);
+      s.at[p >> log] += s.chains.noted_bytes[k][j];
+    }
+    const std::uint32_t y = s.chains.join[j];
+    if (y < kChainLast && !gather_add(s, y >> log, gather_suffix(s, log, y >> log, y))) s.fail = 1;
   });
   b.sync();
+  if (s.fail) return fallback();
 
-  // P5: sequences and output a segment, then the prefix sums, within a warp ...
-  simt::block_threads(b, [&](std::uint32_t j) {
-    std::uint32_t c = 0;
-    std::uint32_t o = 0;
-    if (j < segments) {
-      const std::uint32_t end = segment_end(j);
-      std::uint32_t x = s.entry[j];
-      while (x < end && o <= kGatherMaxOut) {
-        std::uint32_t bytes;
-        x = gather_next(copy, n, x, &bytes);
-        ++c;
-        o += bytes;
-      }
-    }
-    s.count[j] = c;
-    s.bytes[j] = o;
-  });
-  b.sync();
+  // Step 5: the prefix sum of the segments' sizes, within a warp ...
   b.warps([&](const Warp& w, int warp) {
-    const std::uint32_t first = static_cast<std::uint32_t>(warp) * simt::kWarpSize;
-    const Lanes<std::uint32_t> c = w.map([&](int l) { return s.count[first + static_cast<std::uint32_t>(l)]; });
-    const Lanes<std::uint32_t> o = w.map([&](int l) { return s.bytes[first + static_cast<std::uint32_t>(l)]; });
-    const Lanes<std::uint32_t> c_before = w.exclusive_sum(c);
-    const Lanes<std::uint32_t> o_before = w.exclusive_sum(o);
+    const Lanes<std::uint32_t> size = w.map([&](int l) { return s.at[warp * simt::kWarpSize + l]; });
+    const Lanes<std::uint32_t> before = w.exclusive_sum(size);
+    w.each([&](int l) { s.at[warp * simt::kWarpSize + l] = before[l]; });
+    const std::uint32_t sum = w.sum(size);
     w.each([&](int l) {
-      s.count[first + static_cast<std::uint32_t>(l)] = c_before[l];
-      s.bytes[first + static_cast<std::uint32_t>(l)] = o_before[l];
-    });
-    const std::uint32_t c_sum = w.sum(c);
-    const std::uint32_t o_sum = w.sum(o);
-    w.each([&](int l) {
-      if (l == 0) {
-        s.warp_count[warp] = c_sum;
-        s.warp_bytes[warp] = o_sum;
-      }
+      if (l == 0) s.warp_total[warp] = sum;
     });
   });
   b.sync();
   // ... and over the warps.
   b.warps([&](const Warp& w, int warp) {
-    const Lanes<std::uint32_t> c = w.map([&](int l) { return l < kPlanWarps ? s.warp_count[l] : 0u; });
-    const Lanes<std::uint32_t> o = w.map([&](int l) { return l < kPlanWarps ? s.warp_bytes[l] : 0u; });
-    const std::uint32_t c_before = w.shfl(w.exclusive_sum(c), warp);
-    const std::uint32_t o_before = w.shfl(w.exclusive_sum(o), warp);
-    const std::uint32_t first = static_cast<std::uint32_t>(warp) * simt::kWarpSize;
-    w.each([&](int l) {
-      s.count[first + static_cast<std::uint32_t>(l)] += c_before;
-      s.bytes[first + static_cast<std::uint32_t>(l)] += o_before;
-    });
+    const Lanes<std::uint32_t> totals = w.map([&](int l) { return s.warp_total[l]; });
+    const std::uint32_t before = w.shfl(w.exclusive_sum(totals), warp);
+    w.each([&](int l) { s.at[warp * simt::kWarpSize + l] += before; });
     if (warp == 0) {
-      const std::uint32_t sequences = w.sum(c);
-      const std::uint32_t total = w.sum(o);
+      const std::uint32_t total = w.sum(totals);
       w.each([&](int l) {
-        if (l == 0) {
-          s.sequences = sequences;
-          s.total = total;
-        }
+        if (l == 0) s.total = total;
       });
     }
   });
   b.sync();
   const std::uint32_t total = s.total;
-  const std::uint32_t sequences = s.sequences;
-  if (total > kGatherMaxOut || sequences == 0) return give_up();
-
-  // P6: the splits, every per-th sequence.
-  const std::uint32_t per = (sequences + kGatherThreads - 1) / kGatherThreads;
-  simt::block_threads(b, [&](std::uint32_t j) {
-    if (j == 0) {
-      plan->ok = 1;
-      plan->total = total;
-      plan->threads = (sequences + per - 1) / per;
-      plan->pad = 0;
-    }
-    if (j >= segments) return;
-    const std::uint32_t end = segment_end(j);
-    std::uint32_t x = s.entry[j];
-    std::uint32_t g = s.count[j];
-    std::uint32_t o = s.bytes[j];
-    std::uint32_t split = (g + per - 1) / per;
-    while (x < end) {
-      if (g == split * per) {
-        plan->split[split++] = GatherSplit{x, o};
-      }
-      std::uint32_t bytes;
-      x = gather_next(copy, n, x, &bytes);
-      o += bytes;
-      ++g;
-    }
-  });
-}
-
-// ------------------------------------------------------------ the gather ----
-
-TANDEM_HD ItemStatus decode_block_gather(const Block<kGatherWarps>& b, GatherShared& s, const GatherPlan& plan,
-                                         const std::uint8_t* in, std::uint32_t n, std::uint8_t* out,
-                                         std::uint32_t cap, std::uint32_t* out_size) {
-  const auto fallback = [&]() {
-    ItemStatus status = ItemStatus::ok;
-    b.warps([&](const Warp& w, int warp) {
-      (void)w;
-      if (warp == 0) status = gather_fallback(in, n, out, cap, out_size);
-    });
-    return status;
-  };
-  // (Every thread reads the same plan, so they all fall back or none does.)
-  const std::uint32_t total = plan.total;
-  if (!plan.ok || n == 0 || n > kGatherMaxIn || total > cap || total > kGatherMaxOut) return fallback();
-  const std::uint32_t threads = plan.threads;
-  // The input's copy, at in's address modulo 16.
-  const std::uint32_t phase = static_cast<std::uint32_t>(reinterpret_cast<std::uintptr_t>(in) & 15);
-  std::uint8_t* const copy = s.input + phase;
-
-  // Step 0.
-  simt::block_threads(b, [&](std::uint32_t t) {
-    simt::copy_phased_share(copy, in, n, t, kGatherThreads);
-    for (std::uint32_t k = t; k < kGatherWords; k += kGatherThreads) {
-      s.literal[k] = 0;
-      s.starts[k] = 0;
-    }
-    if (t == 0) {
-      s.fail = 0;
-      s.more[0] = s.more[1] = s.more[2] = 0;
-    }
-  });
-  b.sync();
+  if (total > cap || total > kGatherMaxOut) return fallback();
 
   // Step 6: the source of each run's first byte, and where runs start.
-  simt::block_threads(b, [&](std::uint32_t t) {
-    if (t >= threads) return;
-    const bool last = t + 1 == threads;
-    const GatherSplit first = plan.split[t];
-    const std::uint32_t stop = last ? n : plan.split[t + 1].in;
-    std::uint32_t p = first.in;
-    std::uint32_t at = first.out;
+  simt::block_threads(b, [&](std::uint32_t j) {
+    std::uint32_t p = s.entry[j];
+    if (j >= segments || p == kNoEntry) return;
+    const std::uint32_t end = (j + 1) << log;
+    std::uint32_t at = s.at[j];
     // A run at `at` whose first byte's source is `first`.
-    const auto run = [&](std::uint32_t from) {
-      s.source[at] = static_cast<std::uint16_t>(from);
+    const auto run = [&](std::uint32_t first) {
+      s.source[at] = static_cast<std::uint16_t>(first);
       simt::atomic_or_block(&s.starts[at / 32], std::uint32_t{1} << (at % 32));
     };
-    while (p < stop) {
+    while (p < end) {
       const GatherSequence q = gather_sequence(copy, n, p);
-      if (q.lit + q.ml > total - at) {  // not the plan's sequence: never, unless the input changed
-        s.fail = 1;
-        return;
-      }
       if (q.lit != 0) {
         run(q.lit_src);
         gather_set_bits(s.literal, at, at + q.lit);
@@ -602,7 +522,6 @@ TANDEM_HD ItemStatus decode_block_gather(const Block<kGatherWarps>& b, GatherSha
       }
       p = q.next;
     }
-    if (p != (last ? kChainLast : stop)) s.fail = 1;
   });
   b.sync();
   if (s.fail) return fallback();

@@ -243,35 +243,19 @@ __global__ void __launch_bounds__(lz4k::kWindowWarps * 32)
                     });
 }
 
-// The gather decoder's first kernel: one thread block of kPlanThreads per
-// item writes the item's plan (where its chain of tokens is), two thread
-// blocks a multiprocessor. An item the second kernel will refuse (too large,
-// no input) gets a plan that says so.
-__global__ void __launch_bounds__(lz4k::kPlanThreads)
-    lz4_gather_plan_kernel(const void* const* in_ptrs, const std::size_t* in_sizes, std::size_t num_items,
-                           lz4k::GatherPlan* plans) {
-  extern __shared__ uint4 plan_shared[];
-  const std::size_t item = blockIdx.x;
-  if (item >= num_items) return;
-  const std::size_t n = in_sizes[item];
-  const auto* in = static_cast<const std::uint8_t*>(in_ptrs[item]);
-  lz4k::gather_plan(simt::Block<lz4k::kPlanWarps>{}, *reinterpret_cast<lz4k::PlanShared*>(plan_shared), in,
-                    in && n <= lz4k::kGatherMaxIn ? static_cast<std::uint32_t>(n) : 0, &plans[item]);
-}
-
-// The second: one thread block of 1024 threads per item, for items of up to
-// 64 KiB, its shared memory (dynamic: more than 48 KiB) one thread block a
-// multiprocessor.
+// One thread block of 1024 threads per item, the gather decoder: for items
+// of up to 64 KiB, its shared memory (dynamic: more than 48 KiB) one
+// thread block a multiprocessor.
 __global__ void __launch_bounds__(lz4k::kGatherThreads, 1)
     lz4_decode_gather_kernel(const void* const* in_ptrs, const std::size_t* in_sizes, std::size_t num_items,
                              void* const* out_ptrs, const std::size_t* out_capacities, std::size_t* out_sizes,
-                             ItemStatus* statuses, const lz4k::GatherPlan* plans) {
+                             ItemStatus* statuses) {
   extern __shared__ uint4 gather_shared[];
   decode_block_item(*reinterpret_cast<lz4k::GatherShared*>(gather_shared), in_ptrs, in_sizes, num_items, out_ptrs,
                     out_capacities, out_sizes, statuses,
-                    [plans](lz4k::GatherShared& shared, const DecodeItem& d, std::uint32_t* size) {
-                      return lz4k::decode_block_gather(simt::Block<lz4k::kGatherWarps>{}, shared, plans[blockIdx.x],
-                                                       d.in, d.n, d.out, d.cap, size);
+                    [](lz4k::GatherShared& shared, const DecodeItem& d, std::uint32_t* size) {
+                      return lz4k::decode_block_gather(simt::Block<lz4k::kGatherWarps>{}, shared, d.in, d.n, d.out,
+                                                       d.cap, size);
                     });
 }
 
@@ -444,20 +428,16 @@ constexpr std::size_t kDecodeGatherMax = lz4k::kGatherMaxOut;
 //   32K: dickens 27.4 / 72.1 (312), xml 18.8 / 53.7 (164); nci 125.1 / 94.4
 //        (1,024), silesia7 111.3 / 90.7 (2,501)
 //    8K: the lane decoder, at every batch measured (xml: 41.7 / 30.2, 653).
-constexpr std::size_t kDecodeGatherFewMin = lz4k::kGatherPlanMin;
+constexpr std::size_t kDecodeGatherFewMin = 8 * 1024;
 constexpr std::size_t kGatherFewWaves = 5;
 
-// The gather kernels' shared memory, above the default limit, allowed once.
+// The gather kernel's shared memory, above the default limit, allowed once.
 cudaError_t gather_attribute() {
   static std::once_flag once;
   static cudaError_t attribute = cudaSuccess;
   std::call_once(once, [] {
     attribute = cudaFuncSetAttribute(lz4_decode_gather_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                      static_cast<int>(sizeof(lz4k::GatherShared)));
-    if (attribute == cudaSuccess) {
-      attribute = cudaFuncSetAttribute(lz4_gather_plan_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                       static_cast<int>(sizeof(lz4k::PlanShared)));
-    }
   });
   return attribute;
 }
@@ -526,6 +506,8 @@ Status lz4_decompress_async(const void* const* d_in_ptrs, const std::size_t* d_i
                             std::size_t num_items, void* d_temp, std::size_t temp_bytes, void* const* d_out_ptrs,
                             const std::size_t* d_out_capacities, std::size_t* d_out_sizes, ItemStatus* d_statuses,
                             Stream stream) {
+  (void)d_temp;
+  (void)temp_bytes;
   if (num_items == 0) return {};
   if (!d_in_ptrs || !d_in_sizes || !d_out_ptrs || !d_out_capacities || !d_out_sizes) {
     return {StatusCode::invalid_argument, "null device array"};
@@ -555,23 +537,11 @@ Status lz4_decompress_async(const void* const* d_in_ptrs, const std::size_t* d_i
       launch(lz4_decode_lanes_kernel<0>, 0);
     }
   } else if (gather) {
-    std::size_t plan_bytes = 0;
-    if (!lz4k::gather_plan_bytes(num_items, max_output_size, &plan_bytes)) {
-      return {StatusCode::invalid_argument, "too many items"};
-    }
-    if (temp_bytes < plan_bytes || !d_temp) {
-      return {StatusCode::invalid_argument, "temporary storage smaller than lz4_decompress_temp_size"};
-    }
     const cudaError_t attribute = gather_attribute();
     if (attribute != cudaSuccess) return {StatusCode::device_error, cudaGetErrorString(attribute)};
-    auto* plans = static_cast<lz4k::GatherPlan*>(d_temp);
-    lz4_gather_plan_kernel<<<static_cast<unsigned>(num_items), lz4k::kPlanThreads, sizeof(lz4k::PlanShared),
-                             stream>>>(d_in_ptrs, d_in_sizes, num_items, plans);
-    const Status planned = launch_status();
-    if (!planned) return planned;
     lz4_decode_gather_kernel<<<static_cast<unsigned>(num_items), lz4k::kGatherThreads, sizeof(lz4k::GatherShared),
                                stream>>>(d_in_ptrs, d_in_sizes, num_items, d_out_ptrs, d_out_capacities, d_out_sizes,
-                                         d_statuses, plans);
+                                         d_statuses);
   } else if (max_output_size > kDecodeGatherMax) {
     lz4_decode_window_kernel<<<static_cast<unsigned>(num_items), lz4k::kWindowWarps * 32, 0, stream>>>(
         d_in_ptrs, d_in_sizes, num_items, d_out_ptrs, d_out_capacities, d_out_sizes, d_statuses);

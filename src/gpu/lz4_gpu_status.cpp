@@ -1,6 +1,5 @@
 // Host-side pieces of the GPU API that need no device: names, size queries.
 #include "gpu/lz4_gpu_encode.hpp"
-#include "gpu/lz4_gpu_gather.hpp"
 #include "tandem/tandem_gpu.hpp"
 
 namespace tandem::gpu {
@@ -47,11 +46,9 @@ Status lz4_compress_temp_size(std::size_t num_items, std::size_t max_item_size, 
   return {};
 }
 
-Status lz4_decompress_temp_size(std::size_t num_items, std::size_t max_output_size, std::size_t* temp_bytes) {
+Status lz4_decompress_temp_size(std::size_t, std::size_t, std::size_t* temp_bytes) {
   if (!temp_bytes) return {StatusCode::invalid_argument, "null temp_bytes"};
-  if (!lz4k::gather_plan_bytes(num_items, max_output_size, temp_bytes)) {
-    return {StatusCode::invalid_argument, "too many items"};
-  }
+  *temp_bytes = 0;
   return {};
 }
 

@@ -24,7 +24,6 @@
 #include "gpu/lz4_gpu_decode.hpp"
 #include "gpu/lz4_gpu_emulate.hpp"
 #include "gpu/lz4_gpu_encode.hpp"
-#include "gpu/lz4_gpu_gather.hpp"
 #include "support/lz4_block_cases.hpp"
 #include "support/test_support.hpp"
 
@@ -576,119 +575,6 @@ TEST(EmulatedLz4, BlocksAtTheGatherDecodersEdges) {
   }
 }
 
-// ------------------------------------------------- the gather plan ----
-
-namespace lz4k = tandem::gpu::lz4k;
-
-// The gather decoder's plan for a block, as its first kernel writes it.
-std::unique_ptr<lz4k::GatherPlan> gather_plan_of(const Bytes& block) {
-  const auto shared = std::make_unique<lz4k::PlanShared>();
-  auto plan = std::make_unique<lz4k::GatherPlan>();
-  plan->ok = 7;  // neither answer
-  const ExactCopy copy(block);
-  lz4k::gather_plan(tandem::gpu::simt::Block<lz4k::kPlanWarps>{}, *shared, copy.get(),
-                    static_cast<std::uint32_t>(block.size()), plan.get());
-  return plan;
-}
-
-// The plan vouches for the block, and its splits are where a plain parse
-// finds every per-th sequence of the block, in the input and the output.
-void expect_plan_follows(const Bytes& block, std::size_t output_size) {
-  const std::unique_ptr<lz4k::GatherPlan> plan = gather_plan_of(block);
-  ASSERT_EQ(plan->ok, 1u);
-  EXPECT_EQ(plan->total, output_size);
-  const std::vector<tandem::test::Lz4Sequence> seqs = tandem::test::lz4_sequences(block);
-  const std::size_t per = (seqs.size() + lz4k::kGatherThreads - 1) / lz4k::kGatherThreads;
-  ASSERT_EQ(plan->threads, (seqs.size() + per - 1) / per);
-  for (std::size_t t = 0; t < plan->threads; ++t) {
-    const tandem::test::Lz4Sequence& q = seqs[t * per];
-    ASSERT_EQ(plan->split[t].in, q.token) << "split " << t;
-    ASSERT_EQ(plan->split[t].out, q.decoded_end - (q.literals_end - q.literals)) << "split " << t;
-  }
-}
-
-// Real blocks, from liblz4 (fast and HC) and from the GPU encoder: the plan
-// follows each to its end. (A plan that gave up would leave the blocks to
-// the lane decoder, with the same bytes: only the plan tells.)
-TEST(EmulatedLz4, GatherPlanFollowsRealBlocks) {
-  std::vector<Bytes> inputs;
-  for (int kind = 0; kind < tandem::test::kLz4DataKinds; ++kind) {
-    for (const std::size_t n : {std::size_t{9000}, std::size_t{40000}, std::size_t{65536}}) {
-      inputs.push_back(tandem::test::lz4_test_data(kind, n, 77 + n));
-    }
-  }
-  for (Bytes& c : silesia_chunks(64u << 10, 256u << 10)) inputs.push_back(std::move(c));
-  for (const Bytes& in : inputs) {
-    std::vector<std::pair<std::string, Bytes>> blocks;
-    blocks.emplace_back("liblz4 fast", lz4_encode(kRefEncoders[0], in));
-    blocks.emplace_back("liblz4 hc 9", lz4_encode(kRefEncoders[3], in));
-    blocks.emplace_back("GPU encoder", encode(in).block);
-    for (const auto& [name, block] : blocks) {
-      SCOPED_TRACE(name + ", " + std::to_string(in.size()) + " bytes in, " + std::to_string(block.size()) + " out");
-      if (block.size() > lz4k::kGatherMaxIn) {
-        EXPECT_EQ(gather_plan_of(block)->ok, 0u);  // more input than the shared memory holds
-      } else {
-        expect_plan_follows(block, in.size());
-      }
-    }
-  }
-}
-
-// A block whose chain, for `stretch` segments of the plan (all of them when
-// stretch is 0), has its tokens at positions 1 modulo 3, while every chain
-// that starts at a segment's first byte (a multiple of 96 here) reads only
-// bytes at 0 modulo 3, whose values keep it there: the block's chain meets
-// none of them, and the plan follows it from segment 0 through the whole
-// stretch. Then two literals bring the chain to 0 modulo 3, where the
-// segments' chains are the block's.
-BlockWriter out_of_phase_block(std::size_t stretch) {
-  std::size_t n = 80 * lz4k::kPlanThreads;
-  if (n > 45000) n = 45000;
-  BlockWriter b;
-  b.sequence({'a'}, 1, 4);  // 4 bytes: the next token at 4
-  const std::size_t size = lz4k::plan_segment_size(static_cast<std::uint32_t>(n));
-  const std::size_t until = stretch ? stretch * size : n;
-  for (std::size_t k = 0; b.block.size() + 14 < n; ++k) {
-    const std::size_t back = std::min<std::size_t>(b.output.size(), 0x0e00);
-    if (b.block.size() < until) {
-      b.sequence({}, 1 + (k * 7919) % back, 4);  // 3 bytes, offset's high byte below 0x0f
-    } else if (b.block.size() % 3 == 1) {
-      b.sequence({0x01, 0x02}, 1 + (k * 7919) % back, 4);  // 5 bytes: the tokens from here at 0 modulo 3
-    } else {
-      b.sequence({}, 1 + (k * 31) % back, 4);  // (4 bytes out a 3 in: under 64 KiB out)
-    }
-  }
-  b.sequence(Bytes(n - b.block.size() - 1, 'e'), 0, 0);
-  return b;
-}
-
-TEST(EmulatedLz4, GatherPlanFollowsChainsThatMeetNoSegments) {
-  const std::size_t n = std::min<std::size_t>(80 * lz4k::kPlanThreads, 45000);
-  const std::size_t size = lz4k::plan_segment_size(static_cast<std::uint32_t>(n));
-  ASSERT_EQ(size % 3, 0u) << "the test needs segments of 3k bytes";
-  // A segment holds size / 3 of the stretch's sequences; the plan follows
-  // up to kPlanReach past a segment.
-  const std::size_t longest = lz4k::kPlanReach / (size / 3) - 1;
-  for (const std::size_t stretch : {std::size_t{1}, std::size_t{2}, longest}) {
-    SCOPED_TRACE("chain out of phase for " + std::to_string(stretch) + " segments");
-    const BlockWriter b = out_of_phase_block(stretch);
-    ASSERT_EQ(b.block.size(), n);
-    expect_plan_follows(b.block, b.output.size());
-    const Decoded d = decode(b.block, b.output.size());
-    EXPECT_EQ(d.status, ItemStatus::ok);
-    EXPECT_TRUE(d.out == b.output);
-  }
-  // Out of phase throughout: further than the plan follows a chain. It
-  // gives the block up, and the lane decoder decodes it.
-  const BlockWriter b = out_of_phase_block(0);
-  ASSERT_EQ(b.block.size(), n);
-  ASSERT_LE(b.output.size(), lz4k::kGatherMaxOut);  // gives up for this reason alone
-  EXPECT_EQ(gather_plan_of(b.block)->ok, 0u);
-  const Decoded d = decode(b.block, b.output.size());
-  EXPECT_EQ(d.status, ItemStatus::ok);
-  EXPECT_TRUE(d.out == b.output);
-}
-
 // ------------------------------------------------- malformed input ----
 
 TEST(EmulatedLz4, HandBuiltBlocksGetTheirExactStatus) {
@@ -830,11 +716,6 @@ TEST(GpuLz4Api, SizeQueries) {
                 tandem::StatusCode::invalid_argument);
   EXPECT_STATUS(tandem::gpu::lz4_compress_temp_size(1, 1, nullptr), tandem::StatusCode::invalid_argument);
   EXPECT_STATUS(tandem::gpu::lz4_decompress_temp_size(1000, 1u << 20, &temp), tandem::StatusCode::ok);
-  EXPECT_EQ(temp, 0u);  // the window decoder needs none
-  EXPECT_STATUS(tandem::gpu::lz4_decompress_temp_size(1000, 4096, &temp), tandem::StatusCode::ok);
-  EXPECT_EQ(temp, 0u);  // nor the lane decoder
-  EXPECT_STATUS(tandem::gpu::lz4_decompress_temp_size(1000, 64 * 1024, &temp), tandem::StatusCode::ok);
-  EXPECT_EQ(temp, 1000 * sizeof(tandem::gpu::lz4k::GatherPlan));  // the gather decoder: a plan a block
   EXPECT_STATUS(tandem::gpu::lz4_decompress_temp_size(1, 1, nullptr), tandem::StatusCode::invalid_argument);
 }
 
