@@ -31,6 +31,7 @@ typedef enum tandem_status {
   TANDEM_OUT_OF_MEMORY = 9,      /* an allocation failed */
   TANDEM_OUTPUT_LIMIT = 10,      /* the output would exceed the caller's size limit */
   TANDEM_NO_DEVICE = 11,         /* the GPU backend was requested but no usable GPU is present */
+  TANDEM_NOT_FOUND = 12,         /* no item has the key that was asked for */
   TANDEM_STATUS_MAX_VALUE = 0x7FFFFFFF  /* not a status: makes any int a valid tandem_status */
 } tandem_status;
 

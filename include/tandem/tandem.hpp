@@ -41,6 +41,7 @@ enum class StatusCode : int {
   out_of_memory = TANDEM_OUT_OF_MEMORY,
   output_limit = TANDEM_OUTPUT_LIMIT,
   no_device = TANDEM_NO_DEVICE,
+  not_found = TANDEM_NOT_FOUND,
 };
 
 // A code and, where there is one, the reason: a static string naming what was

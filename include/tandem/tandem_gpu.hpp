@@ -12,6 +12,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "tandem/pages.hpp"
 #include "tandem/tandem.hpp"
 
 struct CUstream_st;
@@ -39,6 +40,9 @@ enum class ItemStatus : std::int32_t {
   match_past_output_end = 6,
   // The item is larger than the call accepts, or its pointers are null.
   invalid_item = 7,
+  // Pages: a record whose kind is unknown or whose length does not fit its
+  // kind, or an LZ4 page that decodes to less than a whole page.
+  bad_record = 8,
 };
 
 // "ok", "incompressible", "corrupt_token", ...
@@ -97,5 +101,34 @@ Status lz4_decompress_async(const void* const* d_in_ptrs, const std::size_t* d_i
                             std::size_t num_items, void* d_temp, std::size_t temp_bytes, void* const* d_out_ptrs,
                             const std::size_t* d_out_capacities, std::size_t* d_out_sizes, ItemStatus* d_statuses,
                             Stream stream);
+
+// ------------------------------------------------------------------ pages ----
+//
+// Page batches (pages.hpp) in device memory: num_pages pages of page_size
+// bytes (4, 16 or 64 KiB) one after another at d_pages, and a slot of
+// page_size bytes per page at d_slots for its data (page i's at d_slots + i *
+// page_size). d_pages and d_slots must be 16-byte aligned (cudaMalloc's are).
+// The records and bytes are those the CPU backend gives.
+
+// Temporary device storage of pages_compress_async: about 2 bytes per page byte.
+Status pages_compress_temp_size(std::size_t num_pages, std::size_t page_size, std::size_t* temp_bytes);
+
+// Compresses every page: its record to d_records[i] (device array
+// [num_pages]), its data to its slot.
+Status pages_compress_async(const void* d_pages, std::size_t num_pages, std::size_t page_size, void* d_temp,
+                            std::size_t temp_bytes, void* d_slots, PageRecord* d_records, Stream stream);
+
+// Temporary device storage of pages_decompress_async.
+Status pages_decompress_temp_size(std::size_t num_pages, std::size_t page_size, std::size_t* temp_bytes);
+
+// Decompresses d_records[i] with its data in slot i into page i of d_pages,
+// for every i < num_pages, and writes its status to d_statuses[i] (device
+// array [num_pages], or null): ok, bad_record (an unknown kind, a length that
+// does not fit the kind, an LZ4 page that decodes to less than a page), or
+// the LZ4 decoder's status. Records are untrusted; nothing is written outside
+// page i for record i.
+Status pages_decompress_async(const PageRecord* d_records, const void* d_slots, std::size_t num_pages,
+                              std::size_t page_size, void* d_temp, std::size_t temp_bytes, void* d_pages,
+                              ItemStatus* d_statuses, Stream stream);
 
 }  // namespace tandem::gpu

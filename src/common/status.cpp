@@ -19,6 +19,7 @@ const char* status_message(StatusCode code) {
     case StatusCode::out_of_memory: return "out of memory";
     case StatusCode::output_limit: return "output exceeds the size limit";
     case StatusCode::no_device: return "no usable GPU";
+    case StatusCode::not_found: return "not found";
   }
   return "unknown status";
 }
@@ -37,6 +38,7 @@ const char* status_name(StatusCode code) {
     case StatusCode::out_of_memory: return "out_of_memory";
     case StatusCode::output_limit: return "output_limit";
     case StatusCode::no_device: return "no_device";
+    case StatusCode::not_found: return "not_found";
   }
   return "unknown";
 }

@@ -19,6 +19,15 @@ Status lz4_decompress_async(const void* const*, const std::size_t*, std::size_t,
   return kNoCuda;
 }
 
+Status pages_compress_async(const void*, std::size_t, std::size_t, void*, std::size_t, void*, PageRecord*, Stream) {
+  return kNoCuda;
+}
+
+Status pages_decompress_async(const PageRecord*, const void*, std::size_t, std::size_t, void*, std::size_t, void*,
+                              ItemStatus*, Stream) {
+  return kNoCuda;
+}
+
 Status Lz4HostEngine::create(std::unique_ptr<Lz4HostEngine>*) { return kNoCuda; }
 Status Lz4HostEngine::shared(Lz4HostEngine**) { return kNoCuda; }
 

@@ -14,6 +14,7 @@ const char* item_status_name(ItemStatus status) {
     case ItemStatus::literal_past_input_end: return "literal_past_input_end";
     case ItemStatus::match_past_output_end: return "match_past_output_end";
     case ItemStatus::invalid_item: return "invalid_item";
+    case ItemStatus::bad_record: return "bad_record";
   }
   return "unknown";
 }
@@ -28,6 +29,7 @@ Status item_status_to_status(ItemStatus status) {
     case ItemStatus::literal_past_input_end: return {StatusCode::bad_data, "LZ4 literal run past the end of the block"};
     case ItemStatus::match_past_output_end: return {StatusCode::output_too_small, "LZ4 match past the end of the output"};
     case ItemStatus::invalid_item: return {StatusCode::invalid_argument, "item too large or null"};
+    case ItemStatus::bad_record: return {StatusCode::bad_data, "page record does not fit its kind or page"};
   }
   return {StatusCode::invalid_argument, "unknown item status"};
 }

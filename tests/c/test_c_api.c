@@ -51,7 +51,7 @@ static void fill(unsigned char* p, size_t n, uint64_t seed) {
 
 static void test_status_messages(void) {
   int s;
-  for (s = TANDEM_OK; s <= TANDEM_NO_DEVICE; ++s) {
+  for (s = TANDEM_OK; s <= TANDEM_NOT_FOUND; ++s) {
     const char* m = tandem_status_message((tandem_status)s);
     CHECK(m != NULL);
     if (m) CHECK(strlen(m) > 0);
@@ -59,7 +59,7 @@ static void test_status_messages(void) {
   CHECK(tandem_status_message((tandem_status)999) != NULL);
   CHECK(tandem_version() != NULL);
   CHECK(TANDEM_OK == 0 && TANDEM_BAD_DATA == 1 && TANDEM_CHECKSUM_MISMATCH == 7 &&
-        TANDEM_TRUNCATED == 8 && TANDEM_NO_DEVICE == 11);
+        TANDEM_TRUNCATED == 8 && TANDEM_NO_DEVICE == 11 && TANDEM_NOT_FOUND == 12);
 }
 
 static void test_batch(void) {

@@ -17,6 +17,7 @@ const StatusCode kAllCodes[] = {
     StatusCode::unsupported,  StatusCode::io_error,          StatusCode::device_error,
     StatusCode::invalid_argument, StatusCode::checksum_mismatch, StatusCode::truncated,
     StatusCode::out_of_memory, StatusCode::output_limit,     StatusCode::no_device,
+    StatusCode::not_found,
 };
 
 TEST(Status, NumericValuesArePermanent) {
@@ -32,6 +33,7 @@ TEST(Status, NumericValuesArePermanent) {
   EXPECT_EQ(static_cast<int>(StatusCode::out_of_memory), 9);
   EXPECT_EQ(static_cast<int>(StatusCode::output_limit), 10);
   EXPECT_EQ(static_cast<int>(StatusCode::no_device), 11);
+  EXPECT_EQ(static_cast<int>(StatusCode::not_found), 12);
 }
 
 TEST(Status, NamesAndMessages) {

@@ -1,0 +1,40 @@
+// The pieces of page compression that the batch calls, the store and the
+// benchmark share: the fill check, the record of a page, and the checks a
+// record must pass before it is decoded.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "tandem/pages.hpp"
+
+namespace tandem::pages {
+
+// True when the page is one 8-byte word repeated (every byte equals the one
+// 8 places on); *fill gets the word. Stops at the first byte that differs.
+bool page_fill(const std::uint8_t* page, std::size_t page_size, std::uint64_t* fill);
+// The record of a page that is `fill` repeated: zero or same_fill.
+PageRecord fill_record(std::uint64_t fill);
+// The record of a page whose LZ4 block (at out) is block_size bytes (0: it
+// did not fit page_max_compressed): lz4, or stored, copying the page to out.
+PageRecord block_record(const std::uint8_t* page, std::size_t page_size, std::size_t block_size,
+                        std::uint8_t* out);
+// ok when the record can be decoded: a known kind, the length that kind
+// allows, data where the kind has data.
+Status check_record(const PageRecord& record, const void* data, std::size_t page_size);
+// Writes the 8-byte word fill through page.
+void write_fill(std::uint64_t fill, std::size_t page_size, std::uint8_t* page);
+
+// Whether Backend::automatic sends a batch to the GPU: from the crossover
+// measured on an H100 host with 16 threads (docs/benchmarks), scaled by the
+// threads: host-resident, the GPU passes those threads' CPU path at about
+// this many pages of 4 KiB per thread.
+inline constexpr std::size_t kGpuCompressPagesPerThread = 64;
+inline constexpr std::size_t kGpuDecompressPagesPerThread = 512;
+inline bool prefers_gpu(bool compress, std::size_t count, std::size_t page_size, int threads) {
+  const std::size_t per_thread = compress ? kGpuCompressPagesPerThread : kGpuDecompressPagesPerThread;
+  const std::size_t bytes = count * page_size;
+  return bytes >= per_thread * 4096 * static_cast<std::size_t>(threads > 0 ? threads : 1);
+}
+
+}  // namespace tandem::pages
