@@ -12,6 +12,8 @@
 // everything after `--` as file names.
 #include "cli/cli_args.hpp"
 
+#include "tandem/pages.hpp"
+
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
@@ -33,13 +35,16 @@ bool all_digits(std::string_view s) {
   return !s.empty() && std::all_of(s.begin(), s.end(), [](unsigned char c) { return std::isdigit(c); });
 }
 
-bool is_subcommand(std::string_view s) { return s == "compress" || s == "decompress" || s == "bench"; }
+bool is_subcommand(std::string_view s) {
+  return s == "compress" || s == "decompress" || s == "bench" || s == "pages";
+}
 
 // Options whose value is the next argument: `-T -3` is a bad thread count for
 // CLI11 to report, not level 3.
 bool takes_value(std::string_view s) {
   for (const char* option : {"-o", "--output", "-T", "--threads", "-B", "--backend", "--codec", "--chunk",
-                             "--chunks", "--json", "--min-time", "--runs"}) {
+                             "--chunks", "--json", "--min-time", "--runs", "--page-size", "--batches",
+                             "--engines"}) {
     if (s == option) return true;
   }
   return false;
@@ -275,6 +280,12 @@ bool make_file_options(const FileArgs& a, bool decompress_command, FileOptions* 
 }
 
 // Values of the bench options before they are checked.
+struct PagesArgs {
+  std::string page_size = "4K";
+  std::string batches;  // empty: the bench's default list
+  std::string engines;  // empty: all
+};
+
 struct BenchArgs {
   std::string chunk = "4M";
   std::string chunks;  // GPU chunk sizes; empty: the bench's default list
@@ -384,6 +395,32 @@ CommandLine parse_command_line(int argc, char** argv) {
       ->check(at_least(1, true));
   bench_cmd->add_flag("-q,--quiet", bench.quiet, "No progress lines on stderr");
 
+  PagesArgs pages_args;
+  bench::PagesBenchConfig& pages = result.pages;
+  CLI::App* pages_cmd = app.add_subcommand("pages", "Memory pages, compressed as compressed swap does");
+  pages_cmd->require_subcommand(1, 1);
+  CLI::App* pages_bench = pages_cmd->add_subcommand(
+      "bench", "Read FILES as memory pages (a core dump, say); measure each engine in batches, and a zram-like baseline");
+  pages_bench->add_option("FILES", pages.paths, "Files, read as one sequence of pages")->required();
+  pages_bench->add_option("--page-size", pages_args.page_size, "Page size: 4K (default), 16K or 64K")
+      ->type_name("SIZE");
+  pages_bench->add_option("--batches", pages_args.batches, "Pages per batch, default 1,16,256,1000,10000,100000")
+      ->type_name("N,...");
+  pages_bench->add_option("--engines", pages_args.engines,
+                          "Engines, default zram,cpu-1,cpu,gpu-host,gpu-device")
+      ->type_name("NAMES");
+  pages_bench->add_option("-T,--threads", pages.threads, "Threads of the cpu engine, 0 = all")
+      ->type_name("N")
+      ->check(at_least(0, true));
+  pages_bench->add_option("--json", pages.json_path, "Also write the results as JSON to FILE")->type_name("FILE");
+  pages_bench->add_option("--min-time", pages.min_seconds, "Repeat each measurement for this long")
+      ->type_name("SECONDS")
+      ->check(at_least(0, false));
+  pages_bench->add_option("--runs", pages.min_runs, "...and at least this many times; the median is kept")
+      ->type_name("N")
+      ->check(at_least(1, true));
+  pages_bench->add_flag("-q,--quiet", pages.quiet, "No progress lines on stderr");
+
   std::vector<std::string> args = rw.args;
   std::reverse(args.begin(), args.end());  // CLI11 takes the arguments in reverse order
   try {
@@ -399,6 +436,24 @@ CommandLine parse_command_line(int argc, char** argv) {
   }
 
   std::string error;
+  if (*pages_bench) {
+    pages.paths.insert(pages.paths.end(), rw.trailing.begin(), rw.trailing.end());
+    std::uint64_t page_size = 0;
+    if (!parse_size(pages_args.page_size, &page_size) || !valid_page_size(static_cast<std::size_t>(page_size))) {
+      usage_error("invalid --page-size '" + pages_args.page_size + "' (use 4K, 16K or 64K)");
+      result.exit_code = 2;
+      return result;
+    }
+    pages.page_size = static_cast<std::size_t>(page_size);
+    if ((!pages_args.batches.empty() && !bench::parse_batch_list(pages_args.batches, &pages.batches, &error)) ||
+        (!pages_args.engines.empty() && !bench::parse_engine_list(pages_args.engines, &pages.engines, &error))) {
+      usage_error(error);
+      result.exit_code = 2;
+      return result;
+    }
+    result.action = Action::pages_bench;
+    return result;
+  }
   if (*bench_cmd) {
     bench.paths.insert(bench.paths.end(), rw.trailing.begin(), rw.trailing.end());
     std::uint64_t chunk = 0;

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "bench/bench.hpp"
+#include "bench/pages_bench.hpp"
 #include "tandem/tandem.hpp"
 
 namespace tandem::cli {
@@ -34,6 +35,7 @@ struct FileOptions {
 enum class Action {
   files,    // compress or decompress: CommandLine::files
   bench,    // run the benchmark: CommandLine::bench
+  pages_bench,  // run the pages benchmark: CommandLine::pages
   version,  // print the version and the backends
   exit,     // nothing more to do: help was printed or the command line was wrong
 };
@@ -43,6 +45,7 @@ struct CommandLine {
   int exit_code = 0;  // for Action::exit: 0 after help, 2 after a usage error
   FileOptions files;
   bench::BenchConfig bench;
+  bench::PagesBenchConfig pages;
 };
 
 // Parses argv. Prints help, and usage errors as "tandem: <message>", itself.

@@ -1,12 +1,14 @@
-// The `tandem` command: compress, decompress and benchmark LZ4 files.
+// The `tandem` command: compress, decompress and benchmark LZ4 files, and
+// benchmark page compression (`tandem pages bench`).
 //
 // main() only dispatches: cli_args parses the command line (lz4/zstd
 // conventions included), cli_files does the compress/decompress work with safe
 // outputs and progress, and bench/ runs the benchmark. Only the public API
-// (tandem/tandem.hpp) and bench/bench.hpp are used.
+// (tandem/tandem.hpp, tandem/pages.hpp) and bench/ are used.
 #include <cstdio>
 
 #include "bench/bench.hpp"
+#include "bench/pages_bench.hpp"
 #include "cli/cli_args.hpp"
 #include "cli/cli_files.hpp"
 #include "tandem/tandem.hpp"
@@ -35,6 +37,7 @@ int main(int argc, char** argv) {
   switch (command.action) {
     case tandem::cli::Action::files: return tandem::cli::run_files(command.files);
     case tandem::cli::Action::bench: return tandem::bench::run(command.bench);
+    case tandem::cli::Action::pages_bench: return tandem::bench::run_pages(command.pages);
     case tandem::cli::Action::version: return print_version();
     case tandem::cli::Action::exit: break;
   }
