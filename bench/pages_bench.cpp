@@ -28,7 +28,7 @@ constexpr std::size_t kWholeInputBatch = 256;
 // ...of about this many pages.
 constexpr std::size_t kSamplePages = 8192;
 
-const char* const kEngines[] = {"zram", "cpu-1", "cpu", "gpu-host", "gpu-device"};
+const char* const kEngines[] = {"zram", "cpu-1", "cpu", "gpu-host", "gpu-pageable", "gpu-device"};
 
 double now() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
@@ -192,7 +192,7 @@ bool parse_engine_list(std::string_view text, std::vector<std::string>* engines,
     const std::size_t comma = std::min(text.find(',', at), text.size());
     const std::string item(text.substr(at, comma - at));
     if (std::find(std::begin(kEngines), std::end(kEngines), item) == std::end(kEngines)) {
-      *error = "unknown engine '" + item + "' (zram, cpu-1, cpu, gpu-host, gpu-device)";
+      *error = "unknown engine '" + item + "' (zram, cpu-1, cpu, gpu-host, gpu-pageable, gpu-device)";
       return false;
     }
     if (std::find(out.begin(), out.end(), item) == out.end()) out.push_back(item);
@@ -307,7 +307,7 @@ int run_pages(const PagesBenchConfig& c) {
     const std::size_t work_pages = work.size() / p;
     const std::vector<std::size_t> starts = batch_starts(work_pages, batch);
     std::vector<PageRecord> records(work_pages);
-    std::vector<std::uint8_t> slots(work.size()), out(work.size());
+    std::vector<std::uint8_t> slot_buf(work.size()), out_buf(work.size());
     std::vector<Status> statuses(work_pages);
 
     for (const std::string& engine : c.engines) {
@@ -339,19 +339,40 @@ int run_pages(const PagesBenchConfig& c) {
         rows.push_back(r);
         continue;
       }
+      const bool gpu = engine == "gpu-host" || engine == "gpu-pageable";
       PageOptions o;
-      o.backend = engine == "gpu-host" ? Backend::gpu : Backend::cpu;
+      o.backend = gpu ? Backend::gpu : Backend::cpu;
       o.threads = engine == "cpu-1" ? 1 : threads;
-      if (engine == "gpu-host" && !have_gpu) {
+      if (gpu && !have_gpu) {
         r.note = "no GPU";
         rows.push_back(r);
         continue;
+      }
+      // gpu-host: the input, the slots and the output in pinned memory, as a
+      // caller streaming pages through the GPU keeps them.
+      std::uint8_t* in = const_cast<std::uint8_t*>(work.data());
+      std::uint8_t* slots = slot_buf.data();
+      std::uint8_t* out = out_buf.data();
+      std::shared_ptr<std::uint8_t> pin_in, pin_slots, pin_out;
+      if (engine == "gpu-host") {
+        pin_in = pinned_bytes(work.size());
+        pin_slots = pinned_bytes(work.size());
+        pin_out = pinned_bytes(work.size());
+        if (!pin_in || !pin_slots || !pin_out) {
+          r.note = "no pinned memory";
+          rows.push_back(r);
+          continue;
+        }
+        std::memcpy(pin_in.get(), work.data(), work.size());
+        in = pin_in.get();
+        slots = pin_slots.get();
+        out = pin_out.get();
       }
       bool ok = true;
       r.compress_s = measure(c, [&] {
         const double t0 = now();
         for (const std::size_t s : starts) {
-          ok = compress_pages({work.data() + s * p, batch, p}, {slots.data() + s * p, batch * p},
+          ok = compress_pages({in + s * p, batch, p}, {slots + s * p, batch * p},
                               std::span<PageRecord>(records).subspan(s, batch), o)
                    .ok() &&
                ok;
@@ -362,7 +383,7 @@ int run_pages(const PagesBenchConfig& c) {
         const double t0 = now();
         for (const std::size_t s : starts) {
           ok = decompress_pages(std::span<const PageRecord>(records).subspan(s, batch),
-                                ConstBuffer{slots.data() + s * p, batch * p}, p, {out.data() + s * p, batch * p},
+                                ConstBuffer{slots + s * p, batch * p}, p, {out + s * p, batch * p},
                                 std::span<Status>(statuses).subspan(s, batch), o)
                    .ok() &&
                ok;
@@ -373,8 +394,8 @@ int run_pages(const PagesBenchConfig& c) {
       for (const std::size_t s : starts) {
         for (std::size_t i = s; i < s + batch && ok; ++i) {
           ok = std::memcmp(&records[i], &want_records[i], sizeof(PageRecord)) == 0 &&
-               std::memcmp(slots.data() + i * p, want_bytes.data() + i * p, records[i].length) == 0 &&
-               std::memcmp(out.data() + i * p, work.data() + i * p, p) == 0;
+               std::memcmp(slots + i * p, want_bytes.data() + i * p, records[i].length) == 0 &&
+               std::memcmp(out + i * p, work.data() + i * p, p) == 0;
         }
       }
       if (!ok) {

@@ -9,8 +9,11 @@
 //               zram does on one CPU core (batch size does not apply).
 //   cpu-1       tandem's CPU backend, compress_pages on one thread
 //   cpu         the same on all threads (--threads)
-//   gpu-host    compress_pages with Backend::gpu: host memory in and out,
-//               transfers included, wall-clock time
+//   gpu-host    compress_pages with Backend::gpu: host memory in and out
+//               (pinned, as a caller streaming pages through the GPU keeps
+//               it), transfers included, wall-clock time
+//   gpu-pageable  the same with ordinary (pageable) host memory, which
+//               passes through the engine's pinned staging
 //   gpu-device  pages_compress_async / pages_decompress_async on pages
 //               already in GPU memory, timed with CUDA events
 //
@@ -33,9 +36,9 @@ struct PagesBenchConfig {
   std::vector<std::string> paths;  // files, read as one sequence of pages
   std::size_t page_size = 4096;
   std::vector<std::size_t> batches = {1, 16, 256, 1000, 10000, 100000};
-  // zram, cpu-1, cpu, gpu-host, gpu-device; the GPU ones are skipped, with a
-  // note, where there is no GPU.
-  std::vector<std::string> engines = {"zram", "cpu-1", "cpu", "gpu-host", "gpu-device"};
+  // zram, cpu-1, cpu, gpu-host, gpu-pageable, gpu-device; the GPU ones are
+  // skipped, with a note, where there is no GPU.
+  std::vector<std::string> engines = {"zram", "cpu-1", "cpu", "gpu-host", "gpu-pageable", "gpu-device"};
   int threads = 0;  // the `cpu` engine's threads: 0 = all
   double min_seconds = 0.3;
   int min_runs = 3;

@@ -153,6 +153,15 @@ class CudaPagesTrial final : public PagesDeviceTrial {
 
 }  // namespace
 
+std::shared_ptr<std::uint8_t> pinned_bytes(std::size_t n) {
+  void* p = nullptr;
+  if (cudaMallocHost(&p, n > 0 ? n : 16) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return nullptr;
+  }
+  return std::shared_ptr<std::uint8_t>(static_cast<std::uint8_t*>(p), [](std::uint8_t* q) { (void)cudaFreeHost(q); });
+}
+
 std::unique_ptr<PagesDeviceTrial> make_pages_device_trial(std::span<const std::uint8_t> work, std::size_t page_size,
                                                           std::size_t batch, const std::vector<std::size_t>& starts,
                                                           std::string* error) {

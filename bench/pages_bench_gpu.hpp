@@ -33,6 +33,10 @@ class PagesDeviceTrial {
   std::string error_;
 };
 
+// n bytes of pinned host memory (cudaMallocHost), which the GPU reads and
+// writes directly; null where there is no CUDA.
+std::shared_ptr<std::uint8_t> pinned_bytes(std::size_t n);
+
 // A trial over `work` (pages of page_size bytes, which must outlive it),
 // in batches of `batch` pages starting at the pages in `starts`. Null with
 // *error when this build or machine has no GPU or allocation fails.

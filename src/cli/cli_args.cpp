@@ -407,7 +407,7 @@ CommandLine parse_command_line(int argc, char** argv) {
   pages_bench->add_option("--batches", pages_args.batches, "Pages per batch, default 1,16,256,1000,10000,100000")
       ->type_name("N,...");
   pages_bench->add_option("--engines", pages_args.engines,
-                          "Engines, default zram,cpu-1,cpu,gpu-host,gpu-device")
+                          "Engines, default zram,cpu-1,cpu,gpu-host,gpu-pageable,gpu-device")
       ->type_name("NAMES");
   pages_bench->add_option("-T,--threads", pages.threads, "Threads of the cpu engine, 0 = all")
       ->type_name("N")

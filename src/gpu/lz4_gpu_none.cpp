@@ -1,5 +1,6 @@
 // The batched GPU calls in a build without CUDA: they say so.
 #include "gpu/lz4_gpu_engine.hpp"
+#include "gpu/pages_gpu_engine.hpp"
 #include "tandem/tandem_gpu.hpp"
 
 namespace tandem::gpu {
@@ -30,5 +31,6 @@ Status pages_decompress_async(const PageRecord*, const void*, std::size_t, std::
 
 Status Lz4HostEngine::create(std::unique_ptr<Lz4HostEngine>*) { return kNoCuda; }
 Status Lz4HostEngine::shared(Lz4HostEngine**) { return kNoCuda; }
+Status PagesHostEngine::shared(PagesHostEngine**) { return kNoCuda; }
 
 }  // namespace tandem::gpu

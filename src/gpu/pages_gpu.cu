@@ -10,6 +10,9 @@
 // allocated and nothing waits.
 #include <cuda_runtime.h>
 
+#include <mutex>
+
+#include "gpu/lz4_gpu_decode.hpp"
 #include "gpu/pages_gpu_body.hpp"
 #include "gpu/pages_gpu_layout.hpp"
 #include "tandem/tandem_gpu.hpp"
@@ -93,6 +96,81 @@ __global__ void pages_finish_decompress_kernel(const PageRecord* records, std::s
   statuses[i] = pagek::finish_decompress(records[i], page_size, a.statuses[i], a.out_sizes[i]);
 }
 
+// Pages of 4 KiB decode in one kernel: a warp per page does its record's
+// checks, a fill or a copy, or the LZ4 decode (staged in shared memory, as
+// lz4_decompress_async does blocks of up to 4 KiB), and writes its status.
+// Only as many warps as the GPU holds at once are launched, and each takes
+// the next page from a counter when it is done with one. A call ends with a
+// tail of about half a page's decoding time in which the GPU empties; with
+// fewer pages per call that tail weighs more. On the H100, silesia7 in
+// batches of 10,000 and 100,000 pages (GB/s): the three kernels of the other
+// page sizes 193.8 and 247.6; one kernel, a warp a page, 2 warps a thread
+// block (the lane decoder's shape) capped for 20 of them a multiprocessor
+// 192.8 and 238.4; warps taking pages from the counter 195.0 and 244.4; so
+// with 16 thread blocks 200.8 and 248.9, with 24 187.8 and 250.2; 4 warps a
+// thread block, 10 of them, 195.7 and 244.7; a warp a thread block, 40 of
+// them (this one), 204.5 and 251.5.
+constexpr int kDecodeWarps = 1;
+constexpr int kDecodeMinBlocks = 40;
+constexpr std::uint32_t kPage4K = 4096;
+constexpr std::uint32_t kStage4K = lz4k::kLaneStageBytes<kPage4K>;
+
+__device__ __forceinline__ void decode_page_4k(const simt::Warp& w, std::uint8_t* stage, const PageRecord* records,
+                                               const std::uint8_t* slots, std::size_t i, std::uint8_t* pages,
+                                               ItemStatus* statuses) {
+  const PageRecord r = records[i];
+  std::uint8_t* page = pages + i * kPage4K;
+  const std::uint8_t* slot = slots + i * kPage4K;
+  std::uint32_t size = 0;
+  ItemStatus status = ItemStatus::ok;
+  if (pagek::prepare_decompress(w, r, slot, kPage4K, page)) {
+    status = lz4k::decode_block_lanes_staged<kPage4K>(w, stage, slot, r.length, page, kPage4K, &size);
+  }
+  status = pagek::finish_decompress(r, kPage4K, status, size);
+  if ((threadIdx.x & 31) == 0 && statuses) statuses[i] = status;
+  w.sync();  // the stage is free before the warp's next page
+}
+
+__global__ void __launch_bounds__(kDecodeWarps * 32, kDecodeMinBlocks)
+    pages_decode_4k_kernel(const PageRecord* records, const std::uint8_t* slots, std::size_t num_pages,
+                           std::uint8_t* pages, ItemStatus* statuses, unsigned long long* next) {
+  extern __shared__ uint4 stage_shared[];
+  const simt::Warp w{};
+  std::uint8_t* stage = reinterpret_cast<std::uint8_t*>(stage_shared) + (threadIdx.x / 32) * kStage4K;
+  for (;;) {
+    unsigned long long taken = 0;
+    if ((threadIdx.x & 31) == 0) taken = atomicAdd(next, 1ull);
+    const std::size_t i = __shfl_sync(0xffffffffu, taken, 0);
+    if (i >= num_pages) return;
+    decode_page_4k(w, stage, records, slots, i, pages, statuses);
+  }
+}
+
+// Thread blocks of the 4 KiB decode kernel that the current device holds at
+// once (asked once per device; 0 when it cannot tell).
+std::size_t decode_4k_fit() {
+  constexpr int kDevices = 64;
+  static std::mutex mutex;
+  static std::size_t fits[kDevices];
+  int device = 0;
+  if (cudaGetDevice(&device) != cudaSuccess || device < 0 || device >= kDevices) {
+    (void)cudaGetLastError();
+    return 0;
+  }
+  const std::lock_guard<std::mutex> lock(mutex);
+  if (fits[device] == 0) {
+    int sms = 0, per_sm = 0;
+    if (cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess ||
+        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, pages_decode_4k_kernel, kDecodeWarps * 32,
+                                                      kDecodeWarps * kStage4K) != cudaSuccess) {
+      (void)cudaGetLastError();
+      return 0;
+    }
+    fits[device] = static_cast<std::size_t>(sms) * static_cast<std::size_t>(per_sm);
+  }
+  return fits[device];
+}
+
 Status launch_status() {
   const cudaError_t e = cudaPeekAtLastError();
   if (e == cudaSuccess) return {};
@@ -110,7 +188,7 @@ Status check_call(bool compress, const void* d_pages, const void* d_slots, const
   if (!aligned16(d_pages) || !aligned16(d_slots)) {
     return {StatusCode::invalid_argument, "pages and slots must be 16-byte aligned"};
   }
-  if (!pagek::page_temp_layout(compress, num_pages, page_size, t) || num_pages / kPageWarps >= 0x7fffffff) {
+  if (!pagek::page_temp_layout(compress, num_pages, page_size, t) || num_pages >= 0x7fffffff) {
     return {StatusCode::invalid_argument, "too many pages"};
   }
   if (!d_temp || temp_bytes < t->total) return {StatusCode::invalid_argument, "temporary storage too small"};
@@ -159,6 +237,19 @@ Status pages_decompress_async(const PageRecord* d_records, const void* d_slots, 
   const auto* slots = static_cast<const std::uint8_t*>(d_slots);
   auto* pages = static_cast<std::uint8_t*>(d_pages);
   const auto p = static_cast<std::uint32_t>(page_size);
+  if (p == kPage4K) {
+    std::size_t blocks = (num_pages + kDecodeWarps - 1) / kDecodeWarps;
+    auto* next = reinterpret_cast<unsigned long long*>(static_cast<std::uint8_t*>(d_temp) + t.counter);
+    const std::size_t fit = decode_4k_fit();
+    if (fit > 0 && blocks > fit) blocks = fit;
+    if (const cudaError_t e = cudaMemsetAsync(next, 0, sizeof *next, stream); e != cudaSuccess) {
+      (void)cudaGetLastError();
+      return {StatusCode::device_error, cudaGetErrorString(e)};
+    }
+    pages_decode_4k_kernel<<<static_cast<unsigned>(blocks), kDecodeWarps * 32, kDecodeWarps * kStage4K, stream>>>(
+        d_records, slots, num_pages, pages, d_statuses, next);
+    return launch_status();
+  }
   pages_prepare_decompress_kernel<<<page_blocks(num_pages), kPageWarps * 32, 0, stream>>>(d_records, slots, num_pages,
                                                                                           p, pages, a);
   if (Status s = launch_status(); !s) return s;

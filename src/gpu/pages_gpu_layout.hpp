@@ -12,6 +12,7 @@ namespace tandem::gpu::pagek {
 
 struct PageTemp {
   std::size_t in_ptrs, in_sizes, out_ptrs, out_caps, out_sizes, statuses;  // byte offsets
+  std::size_t counter;      // 8 bytes: the page counter of a kernel whose warps take pages
   std::size_t codec;        // where the LZ4 call's temporary storage starts
   std::size_t codec_bytes;  // its size
   std::size_t total;
@@ -28,7 +29,8 @@ inline bool page_temp_layout(bool compress, std::size_t num_pages, std::size_t p
   t->out_caps = t->out_ptrs + align(words);
   t->out_sizes = t->out_caps + align(words);
   t->statuses = t->out_sizes + align(words);
-  t->codec = t->statuses + align(num_pages * sizeof(ItemStatus));
+  t->counter = t->statuses + align(num_pages * sizeof(ItemStatus));
+  t->codec = t->counter + 256;
   const Status s = compress ? lz4_compress_temp_size(num_pages, page_size, &t->codec_bytes)
                             : lz4_decompress_temp_size(num_pages, page_size, &t->codec_bytes);
   if (!s) return false;

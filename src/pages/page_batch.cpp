@@ -19,7 +19,7 @@
 #include "common/thread_pool.hpp"
 #include "cpu/lz4_block_cpu.hpp"
 #include "gpu/lz4_gpu_emulate.hpp"
-#include "gpu/lz4_gpu_engine.hpp"
+#include "gpu/pages_gpu_engine.hpp"
 #include "pages/page_codec.hpp"
 #include "tandem/pages.hpp"
 
@@ -177,105 +177,59 @@ Status pick_backend(bool compress, std::size_t count, std::size_t page_size, con
   return {};
 }
 
-// Host-resident compression on the shared GPU engine. *fallback is set when
-// the device failed and automatic may run the batch on the CPU instead.
+// Host-resident compression on the shared GPU page engine. *fallback is set
+// when the device failed and automatic may run the batch on the CPU instead.
 Status compress_on_gpu(const PageBatch& batch, std::uint8_t* slots, std::span<PageRecord> records,
                        const PageOptions& options, bool* fallback) {
-  const std::size_t n = batch.count, p = batch.page_size;
-  const auto* in = static_cast<const std::uint8_t*>(batch.pages);
-  // Fills on the host: the check stops at the first differing byte.
-  std::vector<std::uint8_t> is_fill(n);
-  detail::parallel_for((n + 255) / 256, options.threads, [&](std::size_t g) {
-    for (std::size_t i = g * 256; i < std::min(n, g * 256 + 256); ++i) {
-      std::uint64_t fill = 0;
-      is_fill[i] = pages::page_fill(in + i * p, p, &fill);
-      if (is_fill[i]) records[i] = pages::fill_record(fill);
-    }
-  });
-  std::vector<std::size_t> index;
-  index.reserve(n);
-  for (std::size_t i = 0; i < n; ++i) {
-    if (!is_fill[i]) index.push_back(i);
-  }
-  std::vector<ConstBuffer> inputs(index.size());
-  std::vector<MutableBuffer> outputs(index.size());
-  std::vector<ItemResult> results(index.size());
-  for (std::size_t j = 0; j < index.size(); ++j) {
-    inputs[j] = {in + index[j] * p, p};
-    outputs[j] = {slots + index[j] * p, page_max_compressed(p)};
-  }
-  gpu::Lz4HostEngine* engine = nullptr;
-  Status s = gpu::Lz4HostEngine::shared(&engine);
-  if (s && !index.empty()) {
+  gpu::PagesHostEngine* engine = nullptr;
+  Status s = gpu::PagesHostEngine::shared(&engine);
+  if (s) {
     const auto lock = engine->lock();
-    s = engine->compress(inputs, outputs, results, {});
+    s = engine->compress(static_cast<const std::uint8_t*>(batch.pages), batch.count, batch.page_size, slots,
+                         records.data());
   }
-  if (s.code == StatusCode::device_error || s.code == StatusCode::no_device) {
-    *fallback = options.backend != Backend::gpu;
-    return s;
-  }
-  detail::parallel_for((index.size() + 255) / 256, options.threads, [&](std::size_t g) {
-    for (std::size_t j = g * 256; j < std::min(index.size(), g * 256 + 256); ++j) {
-      const std::size_t i = index[j];
-      const std::size_t block = results[j].status ? results[j].size : 0;
-      records[i] = pages::block_record(in + i * p, p, block, slots + i * p);
-    }
-  });
-  return {};
+  *fallback = !s && options.backend != Backend::gpu;
+  return s;
 }
 
-Status decompress_on_gpu(std::span<const PageRecord> records, std::span<const void* const> data,
-                         std::size_t p, std::uint8_t* out, std::span<Status> statuses, const PageOptions& options,
+Status decompress_on_gpu(std::span<const PageRecord> records, std::span<const void* const> data, std::size_t p,
+                         std::uint8_t* out, std::span<Status> statuses, const PageOptions& options,
                          bool* fallback) {
   const std::size_t n = records.size();
-  std::vector<std::size_t> index;
+  // A page with data but a null pointer is the caller's error, not the device's to find.
   for (std::size_t i = 0; i < n; ++i) {
-    const Status s = pages::check_record(records[i], data[i], p);
-    if (!s || records[i].kind != PageKind::lz4) continue;
-    index.push_back(i);
+    const PageKind k = records[i].kind;
+    if (!data[i] && (k == PageKind::stored || k == PageKind::lz4)) {
+      return {StatusCode::invalid_argument, "null data for a page with data"};
+    }
   }
-  std::vector<ConstBuffer> inputs(index.size());
-  std::vector<MutableBuffer> outputs(index.size());
-  std::vector<ItemResult> results(index.size());
-  for (std::size_t j = 0; j < index.size(); ++j) {
-    inputs[j] = {data[index[j]], records[index[j]].length};
-    outputs[j] = {out + index[j] * p, p};
-  }
-  gpu::Lz4HostEngine* engine = nullptr;
-  Status s = gpu::Lz4HostEngine::shared(&engine);
-  if (s && !index.empty()) {
+  std::vector<gpu::ItemStatus> item(n);
+  gpu::PagesHostEngine* engine = nullptr;
+  Status s = gpu::PagesHostEngine::shared(&engine);
+  if (s) {
     const auto lock = engine->lock();
-    s = engine->decompress(inputs, outputs, results, {});
+    s = engine->decompress(records, data, p, out, item.data());
   }
-  if (s.code == StatusCode::device_error || s.code == StatusCode::no_device) {
+  if (!s) {
     *fallback = options.backend != Backend::gpu;
     return s;
   }
-  std::vector<Status> page_status(n);
-  for (std::size_t j = 0; j < index.size(); ++j) {
-    const ItemResult& r = results[j];
-    Status& ps = page_status[index[j]];
-    if (!r.status) {
-      ps = {StatusCode::bad_data, r.status.code == StatusCode::output_too_small ? "LZ4 page decodes to more than a page"
-                                                                                 : "malformed LZ4 page"};
-    } else if (r.size != p) {
-      ps = {StatusCode::bad_data, "LZ4 page decodes to less than a page"};
+  Status first;
+  for (std::size_t i = 0; i < n; ++i) {
+    Status st;
+    if (item[i] == gpu::ItemStatus::bad_record) {
+      st = pages::check_record(records[i], data[i], p);
+      if (st) st = {StatusCode::bad_data, "LZ4 page decodes to less than a page"};
+    } else if (item[i] != gpu::ItemStatus::ok) {
+      st = {StatusCode::bad_data, item[i] == gpu::ItemStatus::output_overflow ||
+                                          item[i] == gpu::ItemStatus::match_past_output_end
+                                      ? "LZ4 page decodes to more than a page"
+                                      : "malformed LZ4 page"};
     }
+    if (!statuses.empty()) statuses[i] = st;
+    if (!st && first) first = st;
   }
-  // The other kinds, and the checks, on the host.
-  detail::parallel_for((n + 63) / 64, options.threads, [&](std::size_t g) {
-    for (std::size_t i = g * 64; i < std::min(n, g * 64 + 64); ++i) {
-      Status st = pages::check_record(records[i], data[i], p);
-      if (st && records[i].kind != PageKind::lz4) st = decompress_page(records[i], data[i], p, out + i * p);
-      if (st && records[i].kind == PageKind::lz4) st = page_status[i];
-      if (!statuses.empty()) statuses[i] = st;
-      page_status[i] = st;
-    }
-  });
-  for (const Status& st : page_status) {
-    if (!st) return st;
-  }
-  return {};
+  return first;
 }
 
 }  // namespace

@@ -1,0 +1,335 @@
+// The host-resident page engine of pages_gpu_engine.hpp on CUDA.
+//
+// A call runs chunk k through slot k % kSlots: launch(k) waits until the
+// slot's previous chunk is finished, stages the chunk's input (pageable
+// callers only), and enqueues the upload, the device-resident call and the
+// download on the slot's stream; finish(k) waits for them and unstages the
+// output (pageable callers only). Chunk k is finished after chunk k +
+// kSlots - 1 is launched, so up to kSlots chunks are on the device at once.
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/thread_pool.hpp"
+#include "gpu/pages_gpu_engine.hpp"
+
+namespace tandem::gpu {
+
+namespace {
+
+constexpr int kSlots = 3;
+// Pages per chunk: a quarter of the batch, so that four chunks overlap,
+// between these bounds in bytes (the device needs thousands of pages a call
+// to be efficient: 1,000 pages of 4 KiB compress at a third of the rate of
+// 10,000 there).
+constexpr std::size_t kMinChunkBytes = std::size_t{8} << 20;
+constexpr std::size_t kMaxChunkBytes = std::size_t{32} << 20;
+
+Status cuda_failure(cudaError_t e, const char* what) {
+  (void)cudaGetLastError();
+  return {StatusCode::device_error, what};
+}
+
+#define TANDEM_PAGES_CHECK(call, what)                               \
+  do {                                                               \
+    const cudaError_t tandem_e_ = (call);                            \
+    if (tandem_e_ != cudaSuccess) return cuda_failure(tandem_e_, what); \
+  } while (0)
+
+bool is_pinned(const void* p) {
+  cudaPointerAttributes a{};
+  if (cudaPointerGetAttributes(&a, p) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return false;
+  }
+  return a.type == cudaMemoryTypeHost;
+}
+
+// Memory that grows and is otherwise reused.
+template <bool kPinned>
+class Buffer {
+ public:
+  Buffer() = default;
+  Buffer(const Buffer&) = delete;
+  Buffer& operator=(const Buffer&) = delete;
+  ~Buffer() { release(); }
+  std::uint8_t* data() const { return data_; }
+  Status reserve(std::size_t n) {
+    n = std::max<std::size_t>(n, 256);
+    if (n <= capacity_) return {};
+    release();
+    void* p = nullptr;
+    const cudaError_t e = kPinned ? cudaMallocHost(&p, n) : cudaMalloc(&p, n);
+    if (e != cudaSuccess) return cuda_failure(e, kPinned ? "cudaMallocHost (page staging)" : "cudaMalloc (pages)");
+    data_ = static_cast<std::uint8_t*>(p);
+    capacity_ = n;
+    return {};
+  }
+
+ private:
+  void release() {
+    if (!data_) return;
+    if constexpr (kPinned) {
+      (void)cudaFreeHost(data_);
+    } else {
+      (void)cudaFree(data_);
+    }
+    data_ = nullptr;
+    capacity_ = 0;
+  }
+  std::uint8_t* data_ = nullptr;
+  std::size_t capacity_ = 0;
+};
+
+struct Slot {
+  cudaStream_t stream = nullptr;
+  Buffer<false> d_in, d_out, d_records, d_statuses, d_temp;
+  Buffer<true> h_in, h_out, h_records;  // staging: pageable callers only
+  std::size_t first = 0, count = 0;    // the chunk it holds
+  bool busy = false;
+};
+
+// What one call moves, and where.
+struct Call {
+  bool compress;
+  std::size_t page_size, count;
+  // compress: pages in, slots and records out
+  const std::uint8_t* pages = nullptr;
+  std::uint8_t* slots = nullptr;
+  PageRecord* records_out = nullptr;
+  // decompress: records and data in, pages and statuses out
+  std::span<const PageRecord> records_in;
+  std::span<const void* const> data;
+  const std::uint8_t* data_base = nullptr;  // non-null when data[i] == data_base + i * page_size
+  std::uint8_t* pages_out = nullptr;
+  ItemStatus* statuses = nullptr;
+  bool direct_in = false, direct_out = false;  // the caller's buffers are pinned
+};
+
+class CudaPagesEngine final : public PagesHostEngine {
+ public:
+  ~CudaPagesEngine() override {
+    drain();
+    for (Slot& s : slots_) {
+      if (s.stream) (void)cudaStreamDestroy(s.stream);
+    }
+  }
+
+  Status init() {
+    TANDEM_PAGES_CHECK(cudaSetDevice(0), "cudaSetDevice");
+    for (Slot& s : slots_) {
+      TANDEM_PAGES_CHECK(cudaStreamCreateWithFlags(&s.stream, cudaStreamNonBlocking), "cudaStreamCreate");
+    }
+    return {};
+  }
+
+  Status compress(const std::uint8_t* pages, std::size_t count, std::size_t page_size, std::uint8_t* slots,
+                  PageRecord* records) override {
+    Call c{};
+    c.compress = true;
+    c.page_size = page_size;
+    c.count = count;
+    c.pages = pages;
+    c.slots = slots;
+    c.records_out = records;
+    c.direct_in = is_pinned(pages);
+    c.direct_out = is_pinned(slots);
+    return run(c);
+  }
+
+  Status decompress(std::span<const PageRecord> records, std::span<const void* const> data, std::size_t page_size,
+                    std::uint8_t* pages, ItemStatus* statuses) override {
+    Call c{};
+    c.compress = false;
+    c.page_size = page_size;
+    c.count = records.size();
+    c.records_in = records;
+    c.data = data;
+    c.pages_out = pages;
+    c.statuses = statuses;
+    const auto* base = static_cast<const std::uint8_t*>(data.empty() ? nullptr : data[0]);
+    bool slotted = base != nullptr;
+    for (std::size_t i = 0; slotted && i < data.size(); ++i) slotted = data[i] == base + i * page_size;
+    c.data_base = slotted ? base : nullptr;
+    c.direct_in = slotted && is_pinned(base);
+    c.direct_out = is_pinned(pages);
+    return run(c);
+  }
+
+ private:
+  Status run(const Call& c);
+  Status launch(Slot& s, const Call& c, std::size_t first, std::size_t count);
+  Status finish(Slot& s, const Call& c);
+  void drain() {
+    for (Slot& s : slots_) {
+      if (s.busy) (void)cudaStreamSynchronize(s.stream);
+      s.busy = false;
+    }
+    (void)cudaGetLastError();
+  }
+
+  Slot slots_[kSlots];
+};
+
+Status CudaPagesEngine::run(const Call& c) {
+  if (c.count == 0) return {};
+  drain();
+  TANDEM_PAGES_CHECK(cudaSetDevice(0), "cudaSetDevice");
+  const std::size_t p = c.page_size;
+  const std::size_t quarter = (c.count + 3) / 4;
+  const std::size_t chunk = std::clamp(quarter, std::max<std::size_t>(1, kMinChunkBytes / p), kMaxChunkBytes / p);
+  const std::size_t chunks = (c.count + chunk - 1) / chunk;
+  Status s;
+  for (std::size_t k = 0; s && k < chunks + kSlots - 1; ++k) {
+    if (k < chunks) s = launch(slots_[k % kSlots], c, k * chunk, std::min(chunk, c.count - k * chunk));
+    if (s && k + 1 >= kSlots && k + 1 - kSlots < chunks) s = finish(slots_[(k + 1 - kSlots) % kSlots], c);
+  }
+  if (!s) drain();
+  return s;
+}
+
+Status CudaPagesEngine::launch(Slot& s, const Call& c, std::size_t first, std::size_t count) {
+  const std::size_t p = c.page_size;
+  const std::size_t bytes = count * p;
+  std::size_t temp = 0;
+  const Status ts = c.compress ? pages_compress_temp_size(count, p, &temp) : pages_decompress_temp_size(count, p, &temp);
+  if (!ts) return ts;
+  if (Status r = s.d_in.reserve(bytes); !r) return r;
+  if (Status r = s.d_out.reserve(bytes); !r) return r;
+  if (Status r = s.d_records.reserve(count * sizeof(PageRecord)); !r) return r;
+  if (Status r = s.d_statuses.reserve(count * sizeof(ItemStatus)); !r) return r;
+  if (Status r = s.d_temp.reserve(temp); !r) return r;
+  auto* d_records = reinterpret_cast<PageRecord*>(s.d_records.data());
+  s.first = first;
+  s.count = count;
+  const cudaStream_t st = s.stream;
+  // In: the pages (compress), or the records and the slots of data (decompress).
+  const std::uint8_t* src = nullptr;
+  if (c.compress) {
+    src = c.pages + first * p;
+    if (!c.direct_in) {
+      if (Status r = s.h_in.reserve(bytes); !r) return r;
+      const std::size_t pieces = (bytes + (std::size_t{1} << 20) - 1) >> 20;
+      detail::parallel_for(pieces, 0, [&](std::size_t k) {
+        const std::size_t at = k << 20;
+        std::memcpy(s.h_in.data() + at, src + at, std::min(std::size_t{1} << 20, bytes - at));
+      });
+      src = s.h_in.data();
+    }
+    TANDEM_PAGES_CHECK(cudaMemcpyAsync(s.d_in.data(), src, bytes, cudaMemcpyHostToDevice, st), "upload of pages");
+    if (Status r = pages_compress_async(s.d_in.data(), count, p, s.d_temp.data(), temp, s.d_out.data(), d_records, st);
+        !r) {
+      return r;
+    }
+    // The records through staging (small); the slots straight to pinned ones.
+    if (Status r = s.h_records.reserve(count * sizeof(PageRecord)); !r) return r;
+    std::uint8_t* slots_out = c.slots + first * p;
+    if (!c.direct_out) {
+      if (Status r = s.h_out.reserve(bytes); !r) return r;
+      slots_out = s.h_out.data();
+    }
+    TANDEM_PAGES_CHECK(cudaMemcpyAsync(slots_out, s.d_out.data(), bytes, cudaMemcpyDeviceToHost, st),
+                       "download of slots");
+    TANDEM_PAGES_CHECK(cudaMemcpyAsync(s.h_records.data(), d_records, count * sizeof(PageRecord),
+                                       cudaMemcpyDeviceToHost, st),
+                       "download of records");
+  } else {
+    const PageRecord* records = c.records_in.data() + first;
+    const std::uint8_t* data = nullptr;
+    if (Status r = s.h_records.reserve(count * sizeof(PageRecord) + count * sizeof(ItemStatus)); !r) return r;
+    std::memcpy(s.h_records.data(), records, count * sizeof(PageRecord));
+    records = reinterpret_cast<const PageRecord*>(s.h_records.data());
+    if (c.direct_in) {
+      data = c.data_base + first * p;
+    } else {
+      if (Status r = s.h_in.reserve(bytes); !r) return r;
+      // Each page's data into its slot (only what its record says it has:
+      // a lying length is the device's to reject, within the slot).
+      detail::parallel_for((count + 255) / 256, 0, [&](std::size_t g) {
+        for (std::size_t i = g * 256; i < std::min(count, g * 256 + 256); ++i) {
+          const PageRecord& r = c.records_in[first + i];
+          const std::size_t n = r.length <= p ? r.length : p;
+          if (c.data[first + i] && n > 0) std::memcpy(s.h_in.data() + i * p, c.data[first + i], n);
+        }
+      });
+      data = s.h_in.data();
+    }
+    TANDEM_PAGES_CHECK(cudaMemcpyAsync(d_records, records, count * sizeof(PageRecord), cudaMemcpyHostToDevice, st),
+                       "upload of records");
+    TANDEM_PAGES_CHECK(cudaMemcpyAsync(s.d_in.data(), data, bytes, cudaMemcpyHostToDevice, st), "upload of data");
+    auto* d_statuses = reinterpret_cast<ItemStatus*>(s.d_statuses.data());
+    if (Status r = pages_decompress_async(d_records, s.d_in.data(), count, p, s.d_temp.data(), temp, s.d_out.data(),
+                                          d_statuses, st);
+        !r) {
+      return r;
+    }
+    // The statuses through staging (small); the pages straight to pinned ones.
+    std::uint8_t* out = c.pages_out + first * p;
+    auto* statuses = reinterpret_cast<ItemStatus*>(s.h_records.data() + count * sizeof(PageRecord));
+    if (!c.direct_out) {
+      if (Status r = s.h_out.reserve(bytes); !r) return r;
+      out = s.h_out.data();
+    }
+    TANDEM_PAGES_CHECK(cudaMemcpyAsync(out, s.d_out.data(), bytes, cudaMemcpyDeviceToHost, st), "download of pages");
+    TANDEM_PAGES_CHECK(cudaMemcpyAsync(statuses, d_statuses, count * sizeof(ItemStatus), cudaMemcpyDeviceToHost, st),
+                       "download of statuses");
+  }
+  s.busy = true;
+  return {};
+}
+
+Status CudaPagesEngine::finish(Slot& s, const Call& c) {
+  TANDEM_PAGES_CHECK(cudaStreamSynchronize(s.stream), "page batch on the device");
+  s.busy = false;
+  const std::size_t p = c.page_size;
+  if (c.compress) {
+    const auto* records = reinterpret_cast<const PageRecord*>(s.h_records.data());
+    std::memcpy(c.records_out + s.first, records, s.count * sizeof(PageRecord));
+    if (c.direct_out) return {};
+    detail::parallel_for((s.count + 255) / 256, 0, [&](std::size_t g) {
+      for (std::size_t i = g * 256; i < std::min(s.count, g * 256 + 256); ++i) {
+        std::memcpy(c.slots + (s.first + i) * p, s.h_out.data() + i * p, records[i].length);
+      }
+    });
+    return {};
+  }
+  std::memcpy(c.statuses + s.first, s.h_records.data() + s.count * sizeof(PageRecord),
+              s.count * sizeof(ItemStatus));
+  if (c.direct_out) return {};
+  const std::size_t bytes = s.count * p;
+  const std::size_t pieces = (bytes + (std::size_t{1} << 20) - 1) >> 20;
+  detail::parallel_for(pieces, 0, [&](std::size_t k) {
+    const std::size_t at = k << 20;
+    std::memcpy(c.pages_out + s.first * p + at, s.h_out.data() + at, std::min(std::size_t{1} << 20, bytes - at));
+  });
+  return {};
+}
+
+}  // namespace
+
+Status PagesHostEngine::shared(PagesHostEngine** engine) {
+  if (!engine) return {StatusCode::invalid_argument, "null engine"};
+  static std::once_flag once;
+  static PagesHostEngine* instance = nullptr;  // never destroyed: the CUDA runtime may be gone at exit
+  static Status status;
+  std::call_once(once, [] {
+    int count = 0;
+    if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
+      (void)cudaGetLastError();
+      status = {StatusCode::no_device, "no CUDA device found"};
+      return;
+    }
+    auto e = std::make_unique<CudaPagesEngine>();
+    status = e->init();
+    if (status) instance = e.release();
+  });
+  if (!status) return status;
+  *engine = instance;
+  return {};
+}
+
+}  // namespace tandem::gpu
