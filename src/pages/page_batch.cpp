@@ -18,7 +18,7 @@
 
 #include "common/thread_pool.hpp"
 #include "cpu/lz4_block_cpu.hpp"
-#include "gpu/lz4_gpu_emulate.hpp"
+#include "cpu/lz4_twin.hpp"
 #include "gpu/pages_gpu_engine.hpp"
 #include "pages/page_codec.hpp"
 #include "tandem/pages.hpp"
@@ -28,10 +28,10 @@ namespace tandem {
 namespace {
 
 // The LZ4 block of a page's bytes into out[0, capacity), as the GPU encoder
-// writes it. *size is 0 when the block does not fit.
+// writes it (its scalar twin); 0 when the block does not fit.
 std::size_t encode_page_block(const std::uint8_t* in, std::size_t n, std::uint8_t* out, std::size_t capacity) {
   std::size_t size = 0;
-  const gpu::ItemStatus s = gpu::lz4_encode_block_emulated(in, n, out, capacity, &size);
+  const gpu::ItemStatus s = cpu::lz4_twin_compress(in, n, out, capacity, &size);
   return s == gpu::ItemStatus::ok ? size : 0;
 }
 
