@@ -66,7 +66,11 @@ __global__ void __launch_bounds__(kPageWarps * 32)
     pages_finish_compress_kernel(const std::uint8_t* pages, std::size_t num_pages, std::uint32_t page_size,
                                  std::uint8_t* slots, PageRecord* records, Arrays a) {
   const std::size_t i = page_of_warp();
-  if (i >= num_pages || a.in_sizes[i] == 0) return;  // a fill page has its record
+  if (i >= num_pages) return;
+  if (a.in_sizes[i] == 0) {  // a fill page has its record; its slot is zeroed
+    pagek::warp_zero_tail(simt::Warp{}, slots + i * page_size, 0, page_size);
+    return;
+  }
   const PageRecord r = pagek::finish_compress(simt::Warp{}, pages + i * page_size, page_size, slots + i * page_size,
                                               a.statuses[i], a.out_sizes[i]);
   if ((threadIdx.x & 31) == 0) records[i] = r;
@@ -89,11 +93,14 @@ __global__ void __launch_bounds__(kPageWarps * 32)
   }
 }
 
-__global__ void pages_finish_decompress_kernel(const PageRecord* records, std::size_t num_pages,
-                                               std::uint32_t page_size, Arrays a, ItemStatus* statuses) {
-  const std::size_t i = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+__global__ void __launch_bounds__(kPageWarps * 32)
+    pages_finish_decompress_kernel(const PageRecord* records, std::size_t num_pages, std::uint32_t page_size,
+                                   Arrays a, std::uint8_t* pages, ItemStatus* statuses) {
+  const std::size_t i = page_of_warp();
   if (i >= num_pages) return;
-  statuses[i] = pagek::finish_decompress(records[i], page_size, a.statuses[i], a.out_sizes[i]);
+  const ItemStatus s = pagek::finish_decompress_page(simt::Warp{}, records[i], page_size, a.statuses[i],
+                                                     a.out_sizes[i], pages + i * page_size);
+  if ((threadIdx.x & 31) == 0 && statuses) statuses[i] = s;
 }
 
 // Pages of 4 KiB decode in one kernel: a warp per page does its record's
@@ -126,7 +133,7 @@ __device__ __forceinline__ void decode_page_4k(const simt::Warp& w, std::uint8_t
   if (pagek::prepare_decompress(w, r, slot, kPage4K, page)) {
     status = lz4k::decode_block_lanes_staged<kPage4K>(w, stage, slot, r.length, page, kPage4K, &size);
   }
-  status = pagek::finish_decompress(r, kPage4K, status, size);
+  status = pagek::finish_decompress_page(w, r, kPage4K, status, size, page);
   if ((threadIdx.x & 31) == 0 && statuses) statuses[i] = status;
   w.sync();  // the stage is free before the warp's next page
 }
@@ -258,11 +265,8 @@ Status pages_decompress_async(const PageRecord* d_records, const void* d_slots, 
       !s) {
     return s;
   }
-  if (d_statuses) {
-    constexpr int kThreads = 256;
-    pages_finish_decompress_kernel<<<static_cast<unsigned>((num_pages + kThreads - 1) / kThreads), kThreads, 0,
-                                     stream>>>(d_records, num_pages, p, a, d_statuses);
-  }
+  pages_finish_decompress_kernel<<<page_blocks(num_pages), kPageWarps * 32, 0, stream>>>(d_records, num_pages, p, a,
+                                                                                         pages, d_statuses);
   return launch_status();
 }
 

@@ -75,12 +75,29 @@ TANDEM_HD PageRecord fill_record(std::uint64_t fill) {
   return make_record(fill == 0 ? PageKind::zero : PageKind::same_fill, 0, fill);
 }
 
+// Writes zeros over bytes [from, page_size) of slot (16-byte aligned), the
+// warp together: the first bytes up to a 16-byte boundary one a lane, then
+// 16-byte words.
+TANDEM_HD void warp_zero_tail(const Warp& w, std::uint8_t* slot, std::uint32_t from, std::uint32_t page_size) {
+  const std::uint32_t aligned = (from + 15) / 16 * 16;
+  const std::uint32_t zero[4] = {0, 0, 0, 0};
+  w.each([&](int l) {
+    const std::uint32_t x = from + static_cast<std::uint32_t>(l);
+    if (x < aligned && x < page_size) slot[x] = 0;
+    for (std::uint32_t k = aligned / 16 + static_cast<std::uint32_t>(l); k < page_size / 16; k += simt::kWarpSize) {
+      simt::store_aligned_u128(slot + 16 * k, zero);
+    }
+  });
+}
+
 // After the encoder wrote page's block into slot with status and size:
 // the page's record, with the page copied raw into slot when its block did
-// not fit (slot and page 16-byte aligned).
+// not fit (slot and page 16-byte aligned). The slot's bytes past the data
+// are zeroed, so that a slot never carries bytes of an earlier call.
 TANDEM_HD PageRecord finish_compress(const Warp& w, const std::uint8_t* page, std::uint32_t page_size,
                                      std::uint8_t* slot, ItemStatus status, std::size_t size) {
   if (status == ItemStatus::ok && size > 0 && size <= max_block(page_size)) {
+    warp_zero_tail(w, slot, static_cast<std::uint32_t>(size), page_size);
     return make_record(PageKind::lz4, static_cast<std::uint32_t>(size), 0);
   }
   simt::warp_copy_phased(w, slot, page, page_size);
@@ -119,6 +136,18 @@ TANDEM_HD ItemStatus finish_decompress(const PageRecord& r, std::uint32_t page_s
   if (r.kind != PageKind::lz4) return ItemStatus::ok;
   if (status != ItemStatus::ok) return status;
   return size == page_size ? ItemStatus::ok : ItemStatus::bad_record;
+}
+
+// The same, and a page that failed is zeroed (never stale bytes or half a
+// decode).
+TANDEM_HD ItemStatus finish_decompress_page(const Warp& w, const PageRecord& r, std::uint32_t page_size,
+                                            ItemStatus status, std::size_t size, std::uint8_t* page) {
+  const ItemStatus s = finish_decompress(r, page_size, status, size);
+  if (s != ItemStatus::ok) {
+    w.sync();  // the decoder's last writes land before the zeros
+    warp_write_fill(w, 0, page_size, page);
+  }
+  return s;
 }
 
 }  // namespace tandem::gpu::pagek

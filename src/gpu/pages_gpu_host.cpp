@@ -32,7 +32,10 @@ PageRecord page_compress_emulated(const std::uint8_t* page, std::size_t page_siz
   const simt::Warp w{};
   const auto p = static_cast<std::uint32_t>(page_size);
   std::uint64_t fill = 0;
-  if (pagek::warp_page_fill(w, page, p, &fill)) return pagek::fill_record(fill);
+  if (pagek::warp_page_fill(w, page, p, &fill)) {
+    pagek::warp_zero_tail(w, slot, 0, p);
+    return pagek::fill_record(fill);
+  }
   std::size_t size = 0;
   const ItemStatus s = lz4_encode_block_emulated(page, page_size, slot, page_max_compressed(page_size), &size);
   return pagek::finish_compress(w, page, p, slot, s, size);
@@ -47,7 +50,7 @@ ItemStatus page_decompress_emulated(const PageRecord& record, const std::uint8_t
   if (pagek::prepare_decompress(w, record, slot, p, page)) {
     s = lz4_decode_block_emulated(slot, record.length, page, page_size, &size, DecodeShape::staged);
   }
-  return pagek::finish_decompress(record, p, s, size);
+  return pagek::finish_decompress_page(w, record, p, s, size, page);
 }
 
 }  // namespace tandem::gpu

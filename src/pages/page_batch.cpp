@@ -19,6 +19,7 @@
 #include "common/thread_pool.hpp"
 #include "cpu/lz4_block_cpu.hpp"
 #include "cpu/lz4_twin.hpp"
+#include "gpu/lz4_gpu_emulate.hpp"
 #include "gpu/pages_gpu_engine.hpp"
 #include "pages/page_codec.hpp"
 #include "tandem/pages.hpp"
@@ -138,25 +139,49 @@ Status compress_page(const void* page, std::size_t page_size, void* out, PageRec
   return {};
 }
 
+namespace {
+
+// The LZ4 page into out, as the GPU's decoder would: ok only for a block
+// that decodes to exactly one page. liblz4 decodes the blocks that tandem
+// writes; it differs from the GPU's decoder only on blocks no encoder
+// writes (it takes a match offset of 0, and refuses blocks that break the
+// format's end rules: the last 5 bytes literals, no match starting in the
+// last 12), so such blocks, and any it refuses, are decided by the GPU's
+// own decoder run on the CPU. Both backends then agree on every page.
+Status decode_lz4_page(const std::uint8_t* data, std::size_t length, std::size_t page_size, std::uint8_t* out) {
+  std::uint64_t decoded = 0;
+  std::size_t size = 0;
+  if (cpu::lz4_validate_block(data, length, 0, &decoded) && decoded == page_size &&
+      cpu::lz4_decompress_block(data, length, out, page_size, &size).ok() && size == page_size) {
+    return {};
+  }
+  const gpu::ItemStatus s = gpu::lz4_decode_block_emulated(data, length, out, page_size, &size, gpu::DecodeShape::lanes);
+  if (s == gpu::ItemStatus::ok && size == page_size) return {};
+  if (s == gpu::ItemStatus::ok) return {StatusCode::bad_data, "LZ4 page decodes to less than a page"};
+  if (s == gpu::ItemStatus::output_overflow || s == gpu::ItemStatus::match_past_output_end) {
+    return {StatusCode::bad_data, "LZ4 page decodes to more than a page"};
+  }
+  return {StatusCode::bad_data, "malformed LZ4 page"};
+}
+
+}  // namespace
+
 Status decompress_page(const PageRecord& record, const void* data, std::size_t page_size, void* page) {
   if (Status s = check_page_size(page_size); !s) return s;
   if (!page) return {StatusCode::invalid_argument, "null page"};
-  if (Status s = pages::check_record(record, data, page_size); !s) return s;
   auto* out = static_cast<std::uint8_t*>(page);
-  switch (record.kind) {
-    case PageKind::zero:
-    case PageKind::same_fill: pages::write_fill(record.fill, page_size, out); return {};
-    case PageKind::stored: std::memcpy(out, data, page_size); return {};
-    default: break;
+  Status s = pages::check_record(record, data, page_size);
+  if (s) {
+    switch (record.kind) {
+      case PageKind::zero:
+      case PageKind::same_fill: pages::write_fill(record.fill, page_size, out); return {};
+      case PageKind::stored: std::memcpy(out, data, page_size); return {};
+      default: s = decode_lz4_page(static_cast<const std::uint8_t*>(data), record.length, page_size, out); break;
+    }
   }
-  std::size_t size = 0;
-  const Status s =
-      cpu::lz4_decompress_block(static_cast<const std::uint8_t*>(data), record.length, out, page_size, &size);
-  if (!s) return {StatusCode::bad_data, s.code == StatusCode::output_too_small
-                                            ? "LZ4 page decodes to more than a page"
-                                            : "malformed LZ4 page"};
-  if (size != page_size) return {StatusCode::bad_data, "LZ4 page decodes to less than a page"};
-  return {};
+  // A page that fails is zeros, never what was there or half a decode (the GPU does the same).
+  if (!s) std::memset(out, 0, page_size);
+  return s;
 }
 
 bool page_batch_prefers_gpu(bool compress, std::size_t count, std::size_t page_size, int threads) {
@@ -196,19 +221,26 @@ Status decompress_on_gpu(std::span<const PageRecord> records, std::span<const vo
                          std::uint8_t* out, std::span<Status> statuses, const PageOptions& options,
                          bool* fallback) {
   const std::size_t n = records.size();
-  // A page with data but a null pointer is the caller's error, not the device's to find.
+  // A page with data but a null pointer fails alone, as on the CPU: the
+  // device gets a record it refuses (and zeroes the page).
+  std::vector<PageRecord> patched;
+  std::vector<std::size_t> null_data;
   for (std::size_t i = 0; i < n; ++i) {
     const PageKind k = records[i].kind;
-    if (!data[i] && (k == PageKind::stored || k == PageKind::lz4)) {
-      return {StatusCode::invalid_argument, "null data for a page with data"};
-    }
+    if (!data[i] && (k == PageKind::stored || k == PageKind::lz4)) null_data.push_back(i);
+  }
+  std::span<const PageRecord> sent = records;
+  if (!null_data.empty()) {
+    patched.assign(records.begin(), records.end());
+    for (const std::size_t i : null_data) patched[i].kind = static_cast<PageKind>(0xff);
+    sent = patched;
   }
   std::vector<gpu::ItemStatus> item(n);
   gpu::PagesHostEngine* engine = nullptr;
   Status s = gpu::PagesHostEngine::shared(&engine);
   if (s) {
     const auto lock = engine->lock();
-    s = engine->decompress(records, data, p, out, item.data());
+    s = engine->decompress(sent, data, p, out, item.data());
   }
   if (!s) {
     *fallback = options.backend != Backend::gpu;
