@@ -3,7 +3,9 @@
 // this machine is), decoded with decompress_page and with the GPU's page
 // steps (their CPU emulation), and the page compared with the one the vector
 // describes; the LZ4 block built by hand is also decoded by liblz4. The
-// invalid records listed there are refused by both.
+// invalid records listed there are refused by both, and leave the page all
+// zeros; the two blocks on the edges of the LZ4 rules get one verdict from
+// both.
 #include <lz4.h>
 
 #include <algorithm>
@@ -75,13 +77,20 @@ Decoded decode(const PageRecord& r, const Bytes& data) {
   return d;
 }
 
-void expect_decodes_to(const std::string& record_hex, const Bytes& data, const Bytes& page) {
-  const PageRecord r = record_from(hex(record_hex));
+bool all_zero(const Bytes& page) {
+  return std::all_of(page.begin(), page.end(), [](std::uint8_t b) { return b == 0; });
+}
+
+void expect_decodes_to_record(const PageRecord& r, const Bytes& data, const Bytes& page) {
   const Decoded d = decode(r, data);
   EXPECT_TRUE(d.cpu.ok()) << d.cpu.to_string();
   EXPECT_TRUE(d.cpu_page == page) << "decompress_page gives another page";
   EXPECT_EQ(d.gpu, gpu::ItemStatus::ok) << gpu::item_status_name(d.gpu);
   EXPECT_TRUE(d.gpu_page == page) << "the GPU's steps give another page";
+}
+
+void expect_decodes_to(const std::string& record_hex, const Bytes& data, const Bytes& page) {
+  expect_decodes_to_record(record_from(hex(record_hex)), data, page);
 }
 
 // Vector 3's data: s = s * 6364136223846793005 + 1442695040888963407 (mod
@@ -159,17 +168,19 @@ TEST(PageVector, Lz4BlockBuiltByHand) {
   EXPECT_TRUE(out == page);
 }
 
-TEST(PageVector, InvalidRecordsAreRefused) {
+struct InvalidCase {
+  const char* what;
+  const char* record;
+  Bytes data;
+};
+
+// The invalid records of docs/formats/pages.md, with their data.
+std::vector<InvalidCase> invalid_cases() {
   const Bytes block = hex(kLz4Block);
   Bytes short_page = block, long_page = block;
   short_page[19] = 0xF5;  // the match length's last extension byte: 4,095 bytes out
   long_page[19] = 0xF7;   // 4,097 bytes out
-  struct Case {
-    const char* what;
-    const char* record;
-    Bytes data;
-  };
-  const Case cases[] = {
+  return {
       {"zero with a fill", "00 00 00 00  00 00 00 00  01 00 00 00 00 00 00 00", {}},
       {"same_fill with a length", "01 00 00 00  08 00 00 00  11 22 33 44 55 66 77 88", Bytes(8, 0x11)},
       {"stored, length 4,095", "02 00 00 00  FF 0F 00 00  00 00 00 00 00 00 00 00", lcg_page()},
@@ -181,7 +192,10 @@ TEST(PageVector, InvalidRecordsAreRefused) {
       {"lz4, would decode to 4,097 bytes", "03 00 00 00  1A 00 00 00  00 00 00 00 00 00 00 00", long_page},
       {"unknown kind", "04 00 00 00  00 00 00 00  00 00 00 00 00 00 00 00", {}},
   };
-  for (const Case& c : cases) {
+}
+
+TEST(PageVector, InvalidRecordsAreRefused) {
+  for (const InvalidCase& c : invalid_cases()) {
     SCOPED_TRACE(c.what);
     const Decoded d = decode(record_from(hex(c.record)), c.data);
     EXPECT_PRED_FORMAT2(test::StatusIs, d.cpu, StatusCode::bad_data);
@@ -189,23 +203,44 @@ TEST(PageVector, InvalidRecordsAreRefused) {
   }
 }
 
-// docs/formats/pages.md, "Where tandem's readers differ today": vector 4's
-// block with its match offset made 0 (forbidden by the LZ4 format) decodes
-// to a page on the CPU backend, which uses liblz4, and is refused by the
-// GPU's steps. Enable when the CPU backend refuses offset 0.
-TEST(PageVector, DISABLED_OffsetZeroIsRefusedByBothReaders) {
+// A refused record leaves its page all zeros (the page was 0xEE before), on
+// the CPU backend and on the GPU's steps alike, whether the reader refused
+// it before writing a byte or partway through the block.
+TEST(PageVector, RefusedRecordsLeaveThePageZero) {
+  for (const InvalidCase& c : invalid_cases()) {
+    SCOPED_TRACE(c.what);
+    const Decoded d = decode(record_from(hex(c.record)), c.data);
+    ASSERT_FALSE(d.cpu.ok());
+    ASSERT_NE(d.gpu, gpu::ItemStatus::ok);
+    EXPECT_TRUE(all_zero(d.cpu_page)) << "decompress_page leaves other bytes than zeros";
+    EXPECT_TRUE(all_zero(d.gpu_page)) << "the GPU's steps leave other bytes than zeros";
+  }
+}
+
+// docs/formats/pages.md, "Every reader gives one verdict": vector 4's block
+// with its match offset made 0 (forbidden by the LZ4 format; liblz4 alone
+// would let it through) is refused by the CPU backend and by the GPU's
+// steps, and both leave the page zeros.
+TEST(PageVector, OffsetZeroIsRefusedByBothReaders) {
   Bytes block = hex(kLz4Block);
   block[2] = 0x00;
   const Decoded d = decode(record_from(hex("03 00 00 00  1A 00 00 00  00 00 00 00 00 00 00 00")), block);
   EXPECT_EQ(d.gpu, gpu::ItemStatus::offset_out_of_range);
   EXPECT_PRED_FORMAT2(test::StatusIs, d.cpu, StatusCode::bad_data);
+  EXPECT_TRUE(all_zero(d.cpu_page)) << "decompress_page leaves other bytes than zeros";
+  EXPECT_TRUE(all_zero(d.gpu_page)) << "the GPU's steps leave other bytes than zeros";
+  // liblz4, as a control: it takes the block.
+  Bytes out(kPage);
+  EXPECT_EQ(LZ4_decompress_safe(reinterpret_cast<const char*>(block.data()), reinterpret_cast<char*>(out.data()),
+                                static_cast<int>(block.size()), static_cast<int>(kPage)),
+            static_cast<int>(kPage));
 }
 
-// The same section: a block whose match runs to the end of the page (it
-// breaks LZ4's end-of-block rules) decodes on the GPU's steps and is refused
-// by the CPU backend. Both readers must give the same verdict. Enable when
-// they do.
-TEST(PageVector, DISABLED_EndOfBlockRulesGetOneVerdict) {
+// The same section: a block whose match runs to the end of the page breaks
+// LZ4's end-of-block rules (liblz4 alone would refuse it), but it decodes to
+// exactly a page, so the CPU backend and the GPU's steps both accept it and
+// give the same page: 4,096 bytes of 'A'.
+TEST(PageVector, EndOfBlockRulesGetOneVerdict) {
   // 1 literal 'A', a match at offset 1 of 4,095 bytes (4 + 15 + 15 * 255 +
   // 251), then an empty last sequence.
   Bytes block = hex("1F 41 01 00");
@@ -214,9 +249,12 @@ TEST(PageVector, DISABLED_EndOfBlockRulesGetOneVerdict) {
   block.push_back(0x00);
   PageRecord r = record_from(hex("03 00 00 00  00 00 00 00  00 00 00 00 00 00 00 00"));
   r.length = static_cast<std::uint32_t>(block.size());
-  const Decoded d = decode(r, block);
-  EXPECT_EQ(d.cpu.ok(), d.gpu == gpu::ItemStatus::ok)
-      << "CPU: " << d.cpu.to_string() << "; GPU steps: " << gpu::item_status_name(d.gpu);
+  expect_decodes_to_record(r, block, Bytes(kPage, 'A'));
+  // liblz4, as a control: it refuses the block.
+  Bytes out(kPage);
+  EXPECT_LT(LZ4_decompress_safe(reinterpret_cast<const char*>(block.data()), reinterpret_cast<char*>(out.data()),
+                                static_cast<int>(block.size()), static_cast<int>(kPage)),
+            0);
 }
 
 }  // namespace

@@ -7,11 +7,14 @@
 // same first `length` bytes in the slot, for pages of every kind (zeros, a
 // repeated byte, a repeated word, random, text, and near misses of the fill
 // check and of the 7/8 limit), pages of 4, 16 and 64 KiB, batches of 1 to
-// 20,000 pages; every LZ4 page is decoded by liblz4 as a control.
-// Decompression gives the pages back. Corrupt records (each of the ways a
-// record can lie, then random mutations) get, page by page, the status and
-// bytes of the GPU steps' CPU emulation (gpu::page_decompress_emulated), and
-// leave every other page right. Every device buffer sits between guard bytes
+// 20,000 pages; every LZ4 page is decoded by liblz4 as a control. On the
+// device, every slot's bytes past its record's length are zero afterwards
+// (the slots held 0xEE before). Decompression gives the pages back. Corrupt
+// records (each of the ways a record can lie, then random mutations) get,
+// page by page, the status and bytes of the GPU steps' CPU emulation
+// (gpu::page_decompress_emulated): a refused page is all zeros on both. They
+// leave every other page right; host-resident, each page gets the CPU
+// backend's verdict and bytes. Every device buffer sits between guard bytes
 // that are checked after each call.
 //
 // Skips without a CUDA device, and compiles to a skip in a build without CUDA.
@@ -315,10 +318,12 @@ class DeviceBatch {
   }
 
   // Compresses the pages into the slots and records (the slots filled with
-  // 0xCD first, the records with 0x7F: an unknown kind).
-  Status compress() const {
-    const Bytes slots(n_ * p_, 0xCD);
-    put_area(slots_, slots.data());
+  // 0xEE first unless reuse_slots, the records with 0x7F: an unknown kind).
+  Status compress(bool reuse_slots = false) const {
+    if (!reuse_slots) {
+      const Bytes slots(n_ * p_, 0xEE);
+      put_area(slots_, slots.data());
+    }
     CUDA_CHECK(cudaMemsetAsync(d_records(), 0x7F, n_ * sizeof(PageRecord), s_));
     std::size_t temp_bytes = 0;
     if (Status st = gpu::pages_compress_temp_size(n_, p_, &temp_bytes); !st.ok()) return st;
@@ -377,8 +382,8 @@ class DeviceBatch {
   DeviceBuffer pages_, slots_, records_, statuses_;
 };
 
-// What the GPU steps' emulation says of one record: its status and, when ok,
-// its page.
+// What the GPU steps' emulation says of one record: its status and its page
+// (all zeros when refused).
 struct Emulated {
   ItemStatus status;
   Bytes page;
@@ -396,13 +401,17 @@ Emulated emulate_decode(const PageRecord& r, const std::uint8_t* slot, std::size
   std::memset(out, 0xEE, p);
   const ItemStatus st =
       gpu::page_decompress_emulated(r, reinterpret_cast<const std::uint8_t*>(slot_copy.data()), p, out);
-  return {st, st == ItemStatus::ok ? Bytes(out, out + p) : Bytes{}};
+  return {st, Bytes(out, out + p)};
 }
 
-// Decodes c on the device: every page's status and, where ok, its bytes must
-// be the emulation's, every page not marked corrupted must decode ok to its
-// page of `pages`, and nothing may be written around the pages. Returns the
-// device's statuses.
+bool all_zero(const std::uint8_t* b, std::size_t n) {
+  return std::all_of(b, b + n, [](std::uint8_t x) { return x == 0; });
+}
+
+// Decodes c on the device (into pages of 0xEE): every page's status and bytes
+// must be the emulation's, a refused page all zeros, every page not marked
+// corrupted must decode ok to its page of `pages`, and nothing may be written
+// around the pages. Returns the device's statuses.
 std::vector<ItemStatus> expect_device_decode_as_emulated(const Compressed& c, const Bytes& pages, std::size_t p,
                                                          const std::vector<bool>& corrupted, cudaStream_t s) {
   const std::size_t n = c.records.size();
@@ -419,8 +428,12 @@ std::vector<ItemStatus> expect_device_decode_as_emulated(const Compressed& c, co
     EXPECT_NE(st[i], kUnwrittenStatus) << "no status";
     const Emulated e = emulate_decode(c.records[i], c.slots.data() + i * p, p);
     EXPECT_EQ(st[i], e.status);
-    if (st[i] == ItemStatus::ok && e.status == ItemStatus::ok) {
-      EXPECT_EQ(0, std::memcmp(back.data() + i * p, e.page.data(), p)) << "other bytes than the emulation's";
+    EXPECT_EQ(0, std::memcmp(back.data() + i * p, e.page.data(), p)) << "other bytes than the emulation's";
+    if (st[i] != ItemStatus::ok) {
+      EXPECT_TRUE(all_zero(back.data() + i * p, p)) << "a refused page that is not zeros";
+    }
+    if (e.status != ItemStatus::ok) {
+      EXPECT_TRUE(all_zero(e.page.data(), p)) << "a page the emulation refused that is not zeros";
     }
     if (!corrupted[i]) {
       EXPECT_EQ(st[i], ItemStatus::ok);
@@ -442,9 +455,25 @@ class PagesGpu : public ::testing::Test {
 
 constexpr std::size_t kPageSizes[] = {4096, 16384, 65536};
 
-// Compresses `pages` on the device and checks the result against the CPU
-// backend and liblz4; decompresses it there (the records and slots never
-// leave the device) and checks the pages, with and without statuses.
+// After device compression, every slot's bytes past its record's length are
+// zero: an lz4 slot's after its block, a fill page's whole slot.
+void expect_slot_tails_zero(const Compressed& c, std::size_t p) {
+  std::size_t bad = 0;
+  for (std::size_t i = 0; i < c.records.size(); ++i) {
+    const std::size_t length = std::min<std::size_t>(c.records[i].length, p);
+    if (all_zero(c.slots.data() + i * p + length, p - length)) continue;
+    if (++bad <= 5) {
+      ADD_FAILURE() << "page " << i << " (" << page_kind_name(c.records[i].kind) << ", length " << length
+                    << "): slot bytes past the length are not zeros";
+    }
+  }
+  EXPECT_EQ(bad, 0u) << "slots with other bytes than zeros past their record's length";
+}
+
+// Compresses `pages` on the device (into slots of 0xEE) and checks the result
+// against the CPU backend and liblz4, and that every slot is zeros past its
+// record's length; decompresses it there (the records and slots never leave
+// the device) and checks the pages, with and without statuses.
 void expect_device_round_trip(const Bytes& pages, std::size_t p, std::size_t skew, cudaStream_t s) {
   const std::size_t n = pages.size() / p;
   const Compressed want = compress_host(pages, p, Backend::cpu);
@@ -456,6 +485,7 @@ void expect_device_round_trip(const Bytes& pages, std::size_t p, std::size_t ske
   EXPECT_TRUE(guard) << "written outside the slots";
   expect_same_compression(want, got, p);
   expect_records_describe(got, pages, p);
+  expect_slot_tails_zero(got, p);
 
   ASSERT_TRUE(d.decompress().ok());
   const Bytes back = d.get_pages(&guard);
@@ -511,6 +541,32 @@ TEST_F(PagesGpu, TwentyThousandPagesOnTheDevice) {
   expect_device_round_trip(mixed_pages(20000, 4096, 11), 4096, 0, stream());
 }
 
+// Slots used again: random pages (stored, whole slots of noise) compressed
+// first, then pages of every shape into the same slots. No slot keeps bytes
+// of the first call past its new record's length.
+TEST_F(PagesGpu, SlotsCarryNoBytesOfAnEarlierCall) {
+  for (const std::size_t p : kPageSizes) {
+    SCOPED_TRACE(p);
+    const std::size_t count = 3 * kPageShapes;
+    Bytes noise;
+    for (std::size_t i = 0; i < count; ++i) {
+      const Bytes page = shaped_page(3, p, 900 + i);
+      noise.insert(noise.end(), page.begin(), page.end());
+    }
+    const Bytes pages = mixed_pages(count, p, 13);
+    const DeviceBatch d(count, p, 0, stream());
+    d.put_pages(noise);
+    ASSERT_TRUE(d.compress().ok());
+    d.put_pages(pages);
+    ASSERT_TRUE(d.compress(true).ok());
+    bool guard = false;
+    const Compressed got = d.get_compressed(&guard);
+    EXPECT_TRUE(guard) << "written outside the slots";
+    expect_same_compression(compress_host(pages, p, Backend::cpu), got, p);
+    expect_slot_tails_zero(got, p);
+  }
+}
+
 // Pages whose block is just under page_max_compressed and just over it
 // (random bytes, then zeros with a few lone bytes in them): the device stores
 // raw exactly those that the CPU does.
@@ -540,7 +596,7 @@ struct Corruption {
   const char* what;
   PageKind target;  // the kind of page it is applied to
   std::function<void(PageRecord&, std::uint8_t* slot, std::size_t p)> apply;
-  bool must_fail;  // false: only as the emulation says
+  bool refused;  // every reader refuses the record (else every reader accepts it)
 };
 
 void put_length(Bytes& b, std::size_t v) {
@@ -590,7 +646,8 @@ std::vector<Corruption> corruptions() {
       {"lz4 block with an offset before the page", PageKind::lz4,
        [](R r, S s, P p) { set_block(r, s, run_block(2, p - 6, 5)); }, true},
       // A whole page, but its last bytes come from a match (the LZ4 format
-      // wants the last 5 to be literals): only as the emulation says.
+      // wants the last 5 to be literals): accepted by every reader, which
+      // does not check the end-of-block rules (docs/formats/pages.md).
       {"lz4 block whose match ends the page", PageKind::lz4,
        [](R r, S s, P p) { set_block(r, s, run_block(1, p - 1, 0)); }, false},
       {"stored with length 100", PageKind::stored, [](R r, S, P) { r.length = 100; }, true},
@@ -609,7 +666,7 @@ std::vector<Corruption> corruptions() {
          r.length = 8;
        },
        true},
-      // The reserved bytes are not checked: only as the emulation says.
+      // The reserved bytes are not checked: accepted.
       {"reserved bytes set", PageKind::lz4, [](R r, S, P) { r.reserved[0] = r.reserved[2] = 0xFF; }, false},
   };
 }
@@ -633,9 +690,7 @@ TEST_F(PagesGpu, CorruptRecordsGetTheEmulationsStatusAndSpareTheOtherPages) {
       std::vector<bool> corrupted(count, false);
       corrupted[i] = true;
       const std::vector<ItemStatus> st = expect_device_decode_as_emulated(bad, pages, p, corrupted, stream());
-      if (k.must_fail) {
-        EXPECT_NE(st[i], ItemStatus::ok);
-      }
+      EXPECT_EQ(st[i] != ItemStatus::ok, k.refused) << st[i];
     }
   }
 
@@ -654,9 +709,7 @@ TEST_F(PagesGpu, CorruptRecordsGetTheEmulationsStatusAndSpareTheOtherPages) {
   }
   const std::vector<ItemStatus> st = expect_device_decode_as_emulated(bad, pages, p, corrupted, stream());
   for (std::size_t k = 0; k < cases.size(); ++k) {
-    if (cases[k].must_fail) {
-      EXPECT_NE(st[where[k]], ItemStatus::ok) << cases[k].what;
-    }
+    EXPECT_EQ(st[where[k]] != ItemStatus::ok, cases[k].refused) << cases[k].what << ": " << st[where[k]];
   }
 }
 
@@ -725,14 +778,31 @@ TEST_F(PagesGpu, HostResidentBatchesAreTheCpuBackends) {
   }
 }
 
-// Host-resident decoding of corrupt records: bad_data for the page that
-// must fail, the other pages decoded, as on the CPU backend.
+// The host-resident call's statuses and pages for a batch on `backend` (the
+// pages 0xEE first); *guard_intact: nothing was written around them.
+Status decode_host(const Compressed& c, std::size_t p, Backend backend, std::vector<Status>* st, Bytes* out,
+                   bool* guard_intact) {
+  const std::size_t n = c.records.size();
+  test::GuardedBuffer buf(n * p, 0xEE);
+  st->assign(n, Status{});
+  PageOptions o;
+  o.backend = backend;
+  Backend ran = Backend::automatic;
+  const Status s = decompress_pages(c.records, {c.slots.data(), c.slots.size()}, p, {buf.data(), n * p}, *st, o, &ran);
+  EXPECT_EQ(ran, backend);
+  *guard_intact = buf.guard_intact();
+  *out = buf.prefix(n * p);
+  return s;
+}
+
+// Host-resident decoding of corrupt records: bad_data and a page of zeros for
+// a record that every reader refuses, the page for one that every reader
+// accepts, the other pages decoded; statuses and bytes as on the CPU backend.
 TEST_F(PagesGpu, HostResidentCorruptRecordsFailTheirPageAlone) {
   const std::size_t p = 4096, count = 4 * kPageShapes;
   const Bytes pages = mixed_pages(count, p, 12);
   const Compressed c = compress_host(pages, p, Backend::cpu);
   for (const Corruption& k : corruptions()) {
-    if (!k.must_fail) continue;
     SCOPED_TRACE(k.what);
     const auto it =
         std::find_if(c.records.begin(), c.records.end(), [&](const PageRecord& r) { return r.kind == k.target; });
@@ -740,20 +810,30 @@ TEST_F(PagesGpu, HostResidentCorruptRecordsFailTheirPageAlone) {
     const std::size_t i = static_cast<std::size_t>(it - c.records.begin());
     Compressed bad = c;
     k.apply(bad.records[i], bad.slots.data() + i * p, p);
-    test::GuardedBuffer out(count * p);
-    std::vector<Status> st(count);
-    PageOptions o;
-    o.backend = Backend::gpu;
-    EXPECT_STATUS(decompress_pages(bad.records, {bad.slots.data(), bad.slots.size()}, p, {out.data(), count * p}, st,
-                                   o),
-                  StatusCode::bad_data);
-    EXPECT_TRUE(out.guard_intact());
+    std::vector<Status> st, cpu_st;
+    Bytes out, cpu_out;
+    bool guard = false, cpu_guard = false;
+    const Status all = decode_host(bad, p, Backend::gpu, &st, &out, &guard);
+    const Status cpu_all = decode_host(bad, p, Backend::cpu, &cpu_st, &cpu_out, &cpu_guard);
+    EXPECT_TRUE(guard);
+    EXPECT_TRUE(cpu_guard);
+    if (k.refused) {
+      EXPECT_STATUS(all, StatusCode::bad_data);
+    } else {
+      EXPECT_TRUE(all.ok()) << all.to_string();
+    }
+    EXPECT_EQ(all.code, cpu_all.code) << "the CPU backend's: " << cpu_all.to_string();
     for (std::size_t j = 0; j < count; ++j) {
-      if (j == i) {
+      SCOPED_TRACE("page " + std::to_string(j));
+      const std::uint8_t* page = out.data() + j * p;
+      EXPECT_EQ(st[j].code, cpu_st[j].code) << st[j].to_string() << "; the CPU backend's: " << cpu_st[j].to_string();
+      EXPECT_EQ(0, std::memcmp(page, cpu_out.data() + j * p, p)) << "other bytes than the CPU backend's";
+      if (j == i && k.refused) {
         EXPECT_STATUS(st[j], StatusCode::bad_data);
+        EXPECT_TRUE(all_zero(page, p)) << "a refused page that is not zeros";
       } else {
-        EXPECT_TRUE(st[j].ok()) << "page " << j << ": " << st[j].to_string();
-        EXPECT_EQ(0, std::memcmp(out.data() + j * p, pages.data() + j * p, p)) << "page " << j;
+        EXPECT_TRUE(st[j].ok()) << st[j].to_string();
+        if (j != i) EXPECT_EQ(0, std::memcmp(page, pages.data() + j * p, p)) << "not the page";
       }
     }
   }
