@@ -21,12 +21,11 @@
 #include <cstdint>
 #include <cstring>
 #include <cub/block/block_scan.cuh>
-#include <mutex>
-#include <set>
 #include <string>
 #include <vector>
 
 #include "common/thread_pool.hpp"
+#include "gpu/gpu_memory.cuh"
 #include "gpu/lz4_gpu_engine.hpp"
 
 namespace tandem::gpu {
@@ -60,69 +59,6 @@ constexpr std::size_t kCopyPiece = std::size_t{1} << 20;
 // memory.
 constexpr std::size_t kMaxExpansion = 255;
 
-// Status reasons are static strings. A CUDA failure's reason names the call
-// and the error, so each distinct one is made once and kept for the life of
-// the process (there are finitely many).
-const char* intern(std::string text) {
-  static std::mutex m;
-  static auto* texts = new std::set<std::string>();  // never destroyed: reasons may be read at exit
-  std::lock_guard<std::mutex> lock(m);
-  return texts->insert(std::move(text)).first->c_str();
-}
-
-Status cuda_failure(cudaError_t e, const char* what) {
-  (void)cudaGetLastError();  // clear an error that is not sticky, so that later calls may work
-  return {StatusCode::device_error, intern(std::string(what) + ": " + cudaGetErrorString(e))};
-}
-
-#define TANDEM_CUDA_CHECK(call, what)                           \
-  do {                                                          \
-    const cudaError_t tandem_e_ = (call);                       \
-    if (tandem_e_ != cudaSuccess) return cuda_failure(tandem_e_, what); \
-  } while (0)
-
-// Device (kPinned false) or pinned host memory that grows by half again when
-// it must and is otherwise reused.
-template <bool kPinned>
-class Buffer {
- public:
-  Buffer() = default;
-  Buffer(const Buffer&) = delete;
-  Buffer& operator=(const Buffer&) = delete;
-  ~Buffer() { release(); }
-
-  std::uint8_t* data() const { return data_; }
-
-  Status reserve(std::size_t n) {
-    n = std::max(n, kAlign);  // never null, even for an empty sub-batch part
-    if (n <= capacity_) return {};
-    const std::size_t want = align_up(std::max(n, capacity_ + capacity_ / 2), std::size_t{1} << 20);
-    release();
-    void* p = nullptr;
-    const cudaError_t e = kPinned ? cudaMallocHost(&p, want) : cudaMalloc(&p, want);
-    if (e != cudaSuccess) return cuda_failure(e, kPinned ? "cudaMallocHost (staging)" : "cudaMalloc");
-    data_ = static_cast<std::uint8_t*>(p);
-    capacity_ = want;
-    return {};
-  }
-
- private:
-  void release() {
-    if (!data_) return;
-    if constexpr (kPinned) {
-      (void)cudaFreeHost(data_);
-    } else {
-      (void)cudaFree(data_);
-    }
-    data_ = nullptr;
-    capacity_ = 0;
-  }
-
-  std::uint8_t* data_ = nullptr;
-  std::size_t capacity_ = 0;
-};
-using DeviceBuffer = Buffer<false>;
-using PinnedBuffer = Buffer<true>;
 
 // -------------------------------------------------- packing the outputs ----
 
@@ -274,20 +210,10 @@ class CudaLz4Engine final : public Lz4HostEngine {
  public:
   CudaLz4Engine() = default;
   ~CudaLz4Engine() override {
-    drain();
-    for (Slot& s : slots_) {
-      if (s.stream) (void)cudaStreamDestroy(s.stream);
-    }
+    destroy_streams(slots_);
   }
 
-  Status init() {
-    TANDEM_CUDA_CHECK(cudaSetDevice(0), "cudaSetDevice");
-    for (Slot& s : slots_) {
-      // Non-blocking: other code's work on the legacy default stream must not serialise with ours.
-      TANDEM_CUDA_CHECK(cudaStreamCreateWithFlags(&s.stream, cudaStreamNonBlocking), "cudaStreamCreate");
-    }
-    return {};
-  }
+  Status init() { return create_streams(slots_); }
 
   Status compress(std::span<const ConstBuffer> inputs, std::span<const MutableBuffer> outputs,
                   std::span<ItemResult> results, std::span<ItemStatus> statuses, const ItemsDone& done) override {
@@ -304,14 +230,7 @@ class CudaLz4Engine final : public Lz4HostEngine {
   void plan(const Call& c);
   Status launch(Slot& slot, const Call& c, Range range);
   Status finish(Slot& slot, const Call& c);
-  // Waits for whatever a failed or interrupted call left on the streams.
-  void drain() {
-    for (Slot& s : slots_) {
-      if (s.busy) (void)cudaStreamSynchronize(s.stream);
-      s.busy = false;
-    }
-    (void)cudaGetLastError();
-  }
+  void drain() { drain_streams(slots_); }
 
   Slot slots_[2];
   // Per call, kept to reuse their memory.
@@ -529,31 +448,9 @@ Status CudaLz4Engine::finish(Slot& slot, const Call& c) {
 }  // namespace
 
 Status Lz4HostEngine::create(std::unique_ptr<Lz4HostEngine>* engine) {
-  if (!engine) return {StatusCode::invalid_argument, "null engine"};
-  int count = 0;
-  if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
-    (void)cudaGetLastError();
-    return {StatusCode::no_device, "no CUDA device found"};
-  }
-  auto e = std::make_unique<CudaLz4Engine>();
-  if (Status s = e->init(); !s) return s;
-  *engine = std::move(e);
-  return {};
+  return create_engine<Lz4HostEngine, CudaLz4Engine>(engine);
 }
 
-Status Lz4HostEngine::shared(Lz4HostEngine** engine) {
-  if (!engine) return {StatusCode::invalid_argument, "null engine"};
-  static std::once_flag once;
-  static Lz4HostEngine* instance = nullptr;  // never destroyed: the CUDA runtime may be gone at exit
-  static Status status;
-  std::call_once(once, [] {
-    std::unique_ptr<Lz4HostEngine> e;
-    status = create(&e);
-    instance = e.release();
-  });
-  if (!status) return status;
-  *engine = instance;
-  return {};
-}
+Status Lz4HostEngine::shared(Lz4HostEngine** engine) { return shared_engine<Lz4HostEngine>(engine, &create); }
 
 }  // namespace tandem::gpu

@@ -4,6 +4,7 @@
 
 #include <mutex>
 
+#include "gpu/gpu_memory.cuh"
 #include "gpu/lz4_gpu_decode.hpp"
 #include "gpu/lz4_gpu_encode.hpp"
 #include "gpu/lz4_gpu_gather.hpp"
@@ -323,33 +324,6 @@ Status launch_status() {
   if (e == cudaSuccess) return {};
   (void)cudaGetLastError();
   return {StatusCode::device_error, cudaGetErrorString(e)};
-}
-
-// Thread blocks of Kernel (Threads threads, Shared bytes of dynamic shared
-// memory each) the current device holds at once: thread blocks a
-// multiprocessor times multiprocessors, asked once per device; 0 when the
-// device cannot tell.
-template <auto Kernel, int Threads, std::size_t Shared>
-std::size_t resident_blocks() {
-  constexpr int kDevices = 64;
-  static std::mutex mutex;
-  static std::size_t fits[kDevices];
-  int device = 0;
-  if (cudaGetDevice(&device) != cudaSuccess || device < 0 || device >= kDevices) {
-    (void)cudaGetLastError();
-    return 0;
-  }
-  const std::lock_guard<std::mutex> lock(mutex);
-  if (fits[device] == 0) {
-    int sms = 0, per_sm = 0;
-    if (cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess ||
-        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, Kernel, Threads, Shared) != cudaSuccess) {
-      (void)cudaGetLastError();
-      return 0;
-    }
-    fits[device] = static_cast<std::size_t>(sms) * static_cast<std::size_t>(per_sm);
-  }
-  return fits[device];
 }
 
 template <int HashLog>

@@ -10,8 +10,7 @@
 // allocated and nothing waits.
 #include <cuda_runtime.h>
 
-#include <mutex>
-
+#include "gpu/gpu_memory.cuh"
 #include "gpu/lz4_gpu_decode.hpp"
 #include "gpu/pages_gpu_body.hpp"
 #include "gpu/pages_gpu_layout.hpp"
@@ -115,10 +114,11 @@ __global__ void __launch_bounds__(kPageWarps * 32)
 // block (the lane decoder's shape) capped for 20 of them a multiprocessor
 // 192.8 and 238.4; warps taking pages from the counter 195.0 and 244.4; so
 // with 16 thread blocks 200.8 and 248.9, with 24 187.8 and 250.2; 4 warps a
-// thread block, 10 of them, 195.7 and 244.7; a warp a thread block, 40 of
-// them (this one), 204.5 and 251.5.
+// thread block, 10 of them, 195.7 and 244.7; a warp a thread block (this
+// one: 32 of them a multiprocessor, the most it holds, 64 registers), 204.5
+// and 251.5.
 constexpr int kDecodeWarps = 1;
-constexpr int kDecodeMinBlocks = 40;
+constexpr int kDecodeMinBlocks = 32;
 constexpr std::uint32_t kPage4K = 4096;
 constexpr std::uint32_t kStage4K = lz4k::kLaneStageBytes<kPage4K>;
 
@@ -161,31 +161,6 @@ __global__ void __launch_bounds__(kDecodeWarps * 32, kDecodeMinBlocks)
     if (i >= num_pages) return;
     decode_page_4k(w, stage, records, slots, i, pages, statuses);
   }
-}
-
-// Thread blocks of the 4 KiB decode kernel that the current device holds at
-// once (asked once per device; 0 when it cannot tell).
-std::size_t decode_4k_fit() {
-  constexpr int kDevices = 64;
-  static std::mutex mutex;
-  static std::size_t fits[kDevices];
-  int device = 0;
-  if (cudaGetDevice(&device) != cudaSuccess || device < 0 || device >= kDevices) {
-    (void)cudaGetLastError();
-    return 0;
-  }
-  const std::lock_guard<std::mutex> lock(mutex);
-  if (fits[device] == 0) {
-    int sms = 0, per_sm = 0;
-    if (cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess ||
-        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, pages_decode_4k_kernel, kDecodeWarps * 32,
-                                                      kDecodeWarps * kStage4K) != cudaSuccess) {
-      (void)cudaGetLastError();
-      return 0;
-    }
-    fits[device] = static_cast<std::size_t>(sms) * static_cast<std::size_t>(per_sm);
-  }
-  return fits[device];
 }
 
 Status launch_status() {
@@ -257,7 +232,7 @@ Status pages_decompress_async(const PageRecord* d_records, const void* d_slots, 
   if (p == kPage4K) {
     std::size_t blocks = (num_pages + kDecodeWarps - 1) / kDecodeWarps;
     auto* next = reinterpret_cast<unsigned long long*>(static_cast<std::uint8_t*>(d_temp) + t.counter);
-    const std::size_t fit = decode_4k_fit();
+    const std::size_t fit = resident_blocks<pages_decode_4k_kernel, kDecodeWarps * 32, kDecodeWarps * kStage4K>();
     if (fit > 0 && blocks > fit) blocks = fit;
     if (const cudaError_t e = cudaMemsetAsync(next, 0, sizeof *next, stream); e != cudaSuccess) {
       (void)cudaGetLastError();

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "common/thread_pool.hpp"
+#include "gpu/gpu_memory.cuh"
 #include "gpu/pages_gpu_engine.hpp"
 
 namespace tandem::gpu {
@@ -29,17 +30,6 @@ constexpr int kSlots = 3;
 constexpr std::size_t kMinChunkBytes = std::size_t{8} << 20;
 constexpr std::size_t kMaxChunkBytes = std::size_t{32} << 20;
 
-Status cuda_failure(cudaError_t e, const char* what) {
-  (void)cudaGetLastError();
-  return {StatusCode::device_error, what};
-}
-
-#define TANDEM_PAGES_CHECK(call, what)                               \
-  do {                                                               \
-    const cudaError_t tandem_e_ = (call);                            \
-    if (tandem_e_ != cudaSuccess) return cuda_failure(tandem_e_, what); \
-  } while (0)
-
 bool is_pinned(const void* p) {
   cudaPointerAttributes a{};
   if (cudaPointerGetAttributes(&a, p) != cudaSuccess) {
@@ -49,46 +39,10 @@ bool is_pinned(const void* p) {
   return a.type == cudaMemoryTypeHost;
 }
 
-// Memory that grows and is otherwise reused.
-template <bool kPinned>
-class Buffer {
- public:
-  Buffer() = default;
-  Buffer(const Buffer&) = delete;
-  Buffer& operator=(const Buffer&) = delete;
-  ~Buffer() { release(); }
-  std::uint8_t* data() const { return data_; }
-  Status reserve(std::size_t n) {
-    n = std::max<std::size_t>(n, 256);
-    if (n <= capacity_) return {};
-    release();
-    void* p = nullptr;
-    const cudaError_t e = kPinned ? cudaMallocHost(&p, n) : cudaMalloc(&p, n);
-    if (e != cudaSuccess) return cuda_failure(e, kPinned ? "cudaMallocHost (page staging)" : "cudaMalloc (pages)");
-    data_ = static_cast<std::uint8_t*>(p);
-    capacity_ = n;
-    return {};
-  }
-
- private:
-  void release() {
-    if (!data_) return;
-    if constexpr (kPinned) {
-      (void)cudaFreeHost(data_);
-    } else {
-      (void)cudaFree(data_);
-    }
-    data_ = nullptr;
-    capacity_ = 0;
-  }
-  std::uint8_t* data_ = nullptr;
-  std::size_t capacity_ = 0;
-};
-
 struct Slot {
   cudaStream_t stream = nullptr;
-  Buffer<false> d_in, d_out, d_records, d_statuses, d_temp;
-  Buffer<true> h_in, h_out, h_records;  // staging: pageable callers only
+  DeviceBuffer d_in, d_out, d_records, d_statuses, d_temp;
+  PinnedBuffer h_in, h_out, h_records;  // staging: pageable callers only
   std::size_t first = 0, count = 0;    // the chunk it holds
   bool busy = false;
 };
@@ -113,19 +67,10 @@ struct Call {
 class CudaPagesEngine final : public PagesHostEngine {
  public:
   ~CudaPagesEngine() override {
-    drain();
-    for (Slot& s : slots_) {
-      if (s.stream) (void)cudaStreamDestroy(s.stream);
-    }
+    destroy_streams(slots_);
   }
 
-  Status init() {
-    TANDEM_PAGES_CHECK(cudaSetDevice(0), "cudaSetDevice");
-    for (Slot& s : slots_) {
-      TANDEM_PAGES_CHECK(cudaStreamCreateWithFlags(&s.stream, cudaStreamNonBlocking), "cudaStreamCreate");
-    }
-    return {};
-  }
+  Status init() { return create_streams(slots_); }
 
   Status compress(const std::uint8_t* pages, std::size_t count, std::size_t page_size, std::uint8_t* slots,
                   PageRecord* records) override {
@@ -164,13 +109,7 @@ class CudaPagesEngine final : public PagesHostEngine {
   Status run(const Call& c);
   Status launch(Slot& s, const Call& c, std::size_t first, std::size_t count);
   Status finish(Slot& s, const Call& c);
-  void drain() {
-    for (Slot& s : slots_) {
-      if (s.busy) (void)cudaStreamSynchronize(s.stream);
-      s.busy = false;
-    }
-    (void)cudaGetLastError();
-  }
+  void drain() { drain_streams(slots_); }
 
   Slot slots_[kSlots];
 };
@@ -178,7 +117,7 @@ class CudaPagesEngine final : public PagesHostEngine {
 Status CudaPagesEngine::run(const Call& c) {
   if (c.count == 0) return {};
   drain();
-  TANDEM_PAGES_CHECK(cudaSetDevice(0), "cudaSetDevice");
+  TANDEM_CUDA_CHECK(cudaSetDevice(0), "cudaSetDevice");
   const std::size_t p = c.page_size;
   const std::size_t quarter = (c.count + 3) / 4;
   const std::size_t chunk = std::clamp(quarter, std::max<std::size_t>(1, kMinChunkBytes / p), kMaxChunkBytes / p);
@@ -220,7 +159,7 @@ Status CudaPagesEngine::launch(Slot& s, const Call& c, std::size_t first, std::s
       });
       src = s.h_in.data();
     }
-    TANDEM_PAGES_CHECK(cudaMemcpyAsync(s.d_in.data(), src, bytes, cudaMemcpyHostToDevice, st), "upload of pages");
+    TANDEM_CUDA_CHECK(cudaMemcpyAsync(s.d_in.data(), src, bytes, cudaMemcpyHostToDevice, st), "upload of pages");
     if (Status r = pages_compress_async(s.d_in.data(), count, p, s.d_temp.data(), temp, s.d_out.data(), d_records, st);
         !r) {
       return r;
@@ -232,9 +171,9 @@ Status CudaPagesEngine::launch(Slot& s, const Call& c, std::size_t first, std::s
       if (Status r = s.h_out.reserve(bytes); !r) return r;
       slots_out = s.h_out.data();
     }
-    TANDEM_PAGES_CHECK(cudaMemcpyAsync(slots_out, s.d_out.data(), bytes, cudaMemcpyDeviceToHost, st),
+    TANDEM_CUDA_CHECK(cudaMemcpyAsync(slots_out, s.d_out.data(), bytes, cudaMemcpyDeviceToHost, st),
                        "download of slots");
-    TANDEM_PAGES_CHECK(cudaMemcpyAsync(s.h_records.data(), d_records, count * sizeof(PageRecord),
+    TANDEM_CUDA_CHECK(cudaMemcpyAsync(s.h_records.data(), d_records, count * sizeof(PageRecord),
                                        cudaMemcpyDeviceToHost, st),
                        "download of records");
   } else {
@@ -258,9 +197,9 @@ Status CudaPagesEngine::launch(Slot& s, const Call& c, std::size_t first, std::s
       });
       data = s.h_in.data();
     }
-    TANDEM_PAGES_CHECK(cudaMemcpyAsync(d_records, records, count * sizeof(PageRecord), cudaMemcpyHostToDevice, st),
+    TANDEM_CUDA_CHECK(cudaMemcpyAsync(d_records, records, count * sizeof(PageRecord), cudaMemcpyHostToDevice, st),
                        "upload of records");
-    TANDEM_PAGES_CHECK(cudaMemcpyAsync(s.d_in.data(), data, bytes, cudaMemcpyHostToDevice, st), "upload of data");
+    TANDEM_CUDA_CHECK(cudaMemcpyAsync(s.d_in.data(), data, bytes, cudaMemcpyHostToDevice, st), "upload of data");
     auto* d_statuses = reinterpret_cast<ItemStatus*>(s.d_statuses.data());
     if (Status r = pages_decompress_async(d_records, s.d_in.data(), count, p, s.d_temp.data(), temp, s.d_out.data(),
                                           d_statuses, st);
@@ -274,8 +213,8 @@ Status CudaPagesEngine::launch(Slot& s, const Call& c, std::size_t first, std::s
       if (Status r = s.h_out.reserve(bytes); !r) return r;
       out = s.h_out.data();
     }
-    TANDEM_PAGES_CHECK(cudaMemcpyAsync(out, s.d_out.data(), bytes, cudaMemcpyDeviceToHost, st), "download of pages");
-    TANDEM_PAGES_CHECK(cudaMemcpyAsync(statuses, d_statuses, count * sizeof(ItemStatus), cudaMemcpyDeviceToHost, st),
+    TANDEM_CUDA_CHECK(cudaMemcpyAsync(out, s.d_out.data(), bytes, cudaMemcpyDeviceToHost, st), "download of pages");
+    TANDEM_CUDA_CHECK(cudaMemcpyAsync(statuses, d_statuses, count * sizeof(ItemStatus), cudaMemcpyDeviceToHost, st),
                        "download of statuses");
   }
   s.busy = true;
@@ -283,7 +222,7 @@ Status CudaPagesEngine::launch(Slot& s, const Call& c, std::size_t first, std::s
 }
 
 Status CudaPagesEngine::finish(Slot& s, const Call& c) {
-  TANDEM_PAGES_CHECK(cudaStreamSynchronize(s.stream), "page batch on the device");
+  TANDEM_CUDA_CHECK(cudaStreamSynchronize(s.stream), "page batch on the device");
   s.busy = false;
   const std::size_t p = c.page_size;
   if (c.compress) {
@@ -312,24 +251,7 @@ Status CudaPagesEngine::finish(Slot& s, const Call& c) {
 }  // namespace
 
 Status PagesHostEngine::shared(PagesHostEngine** engine) {
-  if (!engine) return {StatusCode::invalid_argument, "null engine"};
-  static std::once_flag once;
-  static PagesHostEngine* instance = nullptr;  // never destroyed: the CUDA runtime may be gone at exit
-  static Status status;
-  std::call_once(once, [] {
-    int count = 0;
-    if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
-      (void)cudaGetLastError();
-      status = {StatusCode::no_device, "no CUDA device found"};
-      return;
-    }
-    auto e = std::make_unique<CudaPagesEngine>();
-    status = e->init();
-    if (status) instance = e.release();
-  });
-  if (!status) return status;
-  *engine = instance;
-  return {};
+  return shared_engine<PagesHostEngine>(engine, &create_engine<PagesHostEngine, CudaPagesEngine>);
 }
 
 }  // namespace tandem::gpu
