@@ -21,14 +21,15 @@
 #include <vector>
 
 #include "fuzz_check.hpp"
+#include "fuzz_guard.hpp"
 #include "gpu/lz4_gpu_emulate.hpp"
 
 namespace {
 
 using tandem::gpu::ItemStatus;
 
-constexpr std::size_t kGuard = 64;
-constexpr std::uint8_t kGuardValue = 0xA5;
+using tandem::fuzz::guard_intact;
+using tandem::fuzz::guarded_buffer;
 
 struct Result {
   ItemStatus status;
@@ -39,17 +40,14 @@ struct Result {
 // which must agree on the status, the size and every byte (also those
 // written before a failure).
 Result decode(const std::uint8_t* block, std::size_t n, std::size_t cap, std::uint8_t fill) {
-  std::vector<std::uint8_t> buf(cap + kGuard, kGuardValue);
-  std::fill_n(buf.begin(), cap, fill);
+  std::vector<std::uint8_t> buf = guarded_buffer(cap, fill);
   std::size_t size = 0;
   const ItemStatus st = tandem::gpu::lz4_decode_block_emulated(block, n, buf.data(), cap, &size);
-  FUZZ_ASSERT(std::all_of(buf.begin() + static_cast<std::ptrdiff_t>(cap), buf.end(),
-                          [](std::uint8_t b) { return b == kGuardValue; }));
+  FUZZ_ASSERT(guard_intact(buf, cap));
   for (const tandem::gpu::DecodeShape shape : tandem::gpu::kDecodeShapes) {
     for (const tandem::gpu::LaneOrder order : {tandem::gpu::LaneOrder::up, tandem::gpu::LaneOrder::down}) {
       if (shape == tandem::gpu::DecodeShape::wide && order == tandem::gpu::LaneOrder::up) continue;
-      std::vector<std::uint8_t> other(cap + kGuard, kGuardValue);
-      std::fill_n(other.begin(), cap, fill);
+      std::vector<std::uint8_t> other = guarded_buffer(cap, fill);
       std::size_t other_size = 0;
       const ItemStatus other_st =
           tandem::gpu::lz4_decode_block_emulated(block, n, other.data(), cap, &other_size, shape, order);

@@ -16,33 +16,17 @@
 #include <vector>
 
 #include "fuzz_check.hpp"
+#include "fuzz_guard.hpp"
 #include "gpu/lz4_gpu_emulate.hpp"
 
 namespace {
 
 using tandem::gpu::ItemStatus;
 
-constexpr std::size_t kGuard = 64;
-constexpr std::uint8_t kGuardValue = 0xA5;
-
-struct Encoded {
-  ItemStatus status;
-  std::vector<std::uint8_t> block;  // when ok or incompressible
-};
+using tandem::fuzz::Encoded;
 
 Encoded encode(const std::uint8_t* in, std::size_t n, std::size_t cap, std::uint8_t fill) {
-  std::vector<std::uint8_t> buf(cap + kGuard, kGuardValue);
-  std::fill_n(buf.begin(), cap, fill);
-  std::size_t size = 0;
-  const ItemStatus st = tandem::gpu::lz4_encode_block_emulated(in, n, buf.data(), cap, &size);
-  FUZZ_ASSERT(std::all_of(buf.begin() + static_cast<std::ptrdiff_t>(cap), buf.end(),
-                          [](std::uint8_t b) { return b == kGuardValue; }));
-  Encoded e{st, {}};
-  if (st == ItemStatus::ok || st == ItemStatus::incompressible) {
-    FUZZ_ASSERT(size <= cap);
-    e.block.assign(buf.begin(), buf.begin() + static_cast<std::ptrdiff_t>(size));
-  }
-  return e;
+  return tandem::fuzz::encode_guarded(tandem::gpu::lz4_encode_block_emulated, in, n, cap, fill, 0);
 }
 
 }  // namespace

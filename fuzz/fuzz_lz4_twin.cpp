@@ -16,35 +16,23 @@
 
 #include "cpu/lz4_twin.hpp"
 #include "fuzz_check.hpp"
+#include "fuzz_guard.hpp"
 #include "gpu/lz4_gpu_emulate.hpp"
 
 namespace {
 
 using tandem::gpu::ItemStatus;
 
-constexpr std::size_t kGuard = 64;
-constexpr std::uint8_t kGuardValue = 0xA5;
+using tandem::fuzz::Encoded;
 
-struct Encoded {
-  ItemStatus status;
-  std::size_t size;
-  std::vector<std::uint8_t> block;  // when ok or incompressible
-};
-
+// The encoder into cap bytes, which must set the size: 0 unless it gives a block.
 template <class Encode>
 Encoded encode(Encode&& fn, const std::uint8_t* in, std::size_t n, std::size_t cap) {
-  std::vector<std::uint8_t> buf(cap + kGuard, kGuardValue);
-  std::fill_n(buf.begin(), cap, std::uint8_t{0x3C});
-  std::size_t size = 12345;
-  const ItemStatus st = fn(in, n, buf.data(), cap, &size);
-  FUZZ_ASSERT(std::all_of(buf.begin() + static_cast<std::ptrdiff_t>(cap), buf.end(),
-                          [](std::uint8_t b) { return b == kGuardValue; }));
-  Encoded e{st, size, {}};
-  if (st == ItemStatus::ok || st == ItemStatus::incompressible) {
-    FUZZ_ASSERT(size > 0 && size <= cap);
-    e.block.assign(buf.begin(), buf.begin() + static_cast<std::ptrdiff_t>(size));
+  const Encoded e = tandem::fuzz::encode_guarded(fn, in, n, cap, 0x3C, 12345);
+  if (e.status == ItemStatus::ok || e.status == ItemStatus::incompressible) {
+    FUZZ_ASSERT(e.size > 0);
   } else {
-    FUZZ_ASSERT(size == 0);
+    FUZZ_ASSERT(e.size == 0);
   }
   return e;
 }

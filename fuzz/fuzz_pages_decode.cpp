@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "fuzz_check.hpp"
+#include "fuzz_guard.hpp"
 #include "gpu/pages_gpu_emulate.hpp"
 #include "tandem/pages.hpp"
 #include "tandem/tandem_gpu.hpp"
@@ -40,8 +41,9 @@ using tandem::PageKind;
 using tandem::PageRecord;
 using tandem::gpu::ItemStatus;
 
-constexpr std::size_t kGuard = 64;
-constexpr std::uint8_t kGuardValue = 0xA5;
+using tandem::fuzz::guard_intact;
+using tandem::fuzz::kGuard;
+using tandem::fuzz::kGuardValue;
 
 // Reads the input; past its end, zeros.
 struct Reader {
@@ -132,10 +134,6 @@ bool is_page_status(ItemStatus s) {
     case ItemStatus::bad_record: return true;
     default: return false;
   }
-}
-
-bool guard_intact(const std::uint8_t* b, std::size_t n) {
-  return std::all_of(b, b + n, [](std::uint8_t x) { return x == kGuardValue; });
 }
 
 struct alignas(16) Chunk {

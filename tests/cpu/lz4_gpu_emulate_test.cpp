@@ -8,8 +8,6 @@
 // capacity, so a write past it is caught even without ASan.
 #include <lz4.h>
 #include <lz4hc.h>
-#include <sys/mman.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -18,7 +16,6 @@
 #include <memory>
 #include <optional>
 #include <random>
-#include <stdexcept>
 #include <string>
 
 #include "gpu/lz4_gpu_decode.hpp"
@@ -32,6 +29,7 @@ namespace {
 using tandem::gpu::ItemStatus;
 using tandem::test::Bytes;
 using tandem::test::GuardedBuffer;
+using tandem::test::PageEndCopy;
 
 // A heap copy of exactly n bytes (never null), so that ASan builds catch a
 // read past the input's end.
@@ -45,34 +43,6 @@ class ExactCopy {
 
  private:
   std::unique_ptr<std::uint8_t[]> mem_;
-};
-
-// A copy of n bytes that ends where an unreadable page starts, so that a read
-// past the input's end faults even without ASan.
-class PageEndCopy {
- public:
-  explicit PageEndCopy(const Bytes& b) {
-    const auto page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
-    const std::size_t pages = (b.size() + page - 1) / page + 1;
-    size_ = pages * page;
-    void* m = mmap(nullptr, size_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (m == MAP_FAILED) throw std::runtime_error("mmap failed");
-    base_ = static_cast<std::uint8_t*>(m);
-    guard_ = base_ + (pages - 1) * page;
-    if (mprotect(guard_, page, PROT_NONE) != 0) throw std::runtime_error("mprotect failed");
-    if (!b.empty()) std::memcpy(guard_ - b.size(), b.data(), b.size());
-    data_ = guard_ - b.size();
-  }
-  ~PageEndCopy() { munmap(base_, size_); }
-  PageEndCopy(const PageEndCopy&) = delete;
-  PageEndCopy& operator=(const PageEndCopy&) = delete;
-  const std::uint8_t* get() const { return data_; }
-
- private:
-  std::uint8_t* base_ = nullptr;
-  std::uint8_t* guard_ = nullptr;
-  const std::uint8_t* data_ = nullptr;
-  std::size_t size_ = 0;
 };
 
 constexpr std::size_t kBound = std::numeric_limits<std::size_t>::max();

@@ -8,13 +8,10 @@
 #include "cpu/lz4_twin.hpp"
 
 #include <lz4.h>
-#include <sys/mman.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cstring>
 #include <random>
-#include <stdexcept>
 #include <string>
 #include <thread>
 #include <utility>
@@ -30,35 +27,9 @@ namespace {
 using tandem::gpu::ItemStatus;
 using tandem::test::Bytes;
 using tandem::test::GuardedBuffer;
+using tandem::test::PageEndCopy;
 
 constexpr std::size_t kSeg = tandem::gpu::lz4k::kSegmentSize;
-
-// A copy of n bytes that ends where an unreadable page starts, so that a read
-// past the input's end faults even without ASan.
-class PageEndCopy {
- public:
-  explicit PageEndCopy(const Bytes& b) {
-    const auto page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
-    const std::size_t pages = (b.size() + page - 1) / page + 1;
-    size_ = pages * page;
-    void* m = mmap(nullptr, size_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (m == MAP_FAILED) throw std::runtime_error("mmap failed");
-    base_ = static_cast<std::uint8_t*>(m);
-    std::uint8_t* guard = base_ + (pages - 1) * page;
-    if (mprotect(guard, page, PROT_NONE) != 0) throw std::runtime_error("mprotect failed");
-    if (!b.empty()) std::memcpy(guard - b.size(), b.data(), b.size());
-    data_ = guard - b.size();
-  }
-  ~PageEndCopy() { munmap(base_, size_); }
-  PageEndCopy(const PageEndCopy&) = delete;
-  PageEndCopy& operator=(const PageEndCopy&) = delete;
-  const std::uint8_t* get() const { return data_; }
-
- private:
-  std::uint8_t* base_ = nullptr;
-  const std::uint8_t* data_ = nullptr;
-  std::size_t size_ = 0;
-};
 
 // ---- data ----
 

@@ -182,12 +182,8 @@ TEST(PageBatch, GpuStepsGiveTheCpuRecords) {
 }
 
 TEST(PageBatch, SilesiaPagesRoundTripAndAgreeWithGpuSteps) {
-  const auto dir = test::silesia_dir();
-  if (dir.empty()) GTEST_SKIP() << "the Silesia corpus is not available (set TANDEM_CORPUS)";
-  for (const std::string& name : test::silesia_names()) {
-    SCOPED_TRACE(name);
-    Bytes data = test::read_file(dir / name);
-    data.resize(data.size() / 4096 * 4096);
+  if (test::silesia_dir().empty()) GTEST_SKIP() << "the Silesia corpus is not available (set TANDEM_CORPUS)";
+  test::for_each_silesia_file_in_pages(4096, [](const Bytes& data) {
     expect_round_trip(data, 4096);
     // The emulation is slow: a sample of pages from across the file.
     Bytes sample;
@@ -197,7 +193,7 @@ TEST(PageBatch, SilesiaPagesRoundTripAndAgreeWithGpuSteps) {
       sample.insert(sample.end(), data.begin() + i * 4096, data.begin() + (i + 1) * 4096);
     }
     expect_gpu_steps_agree(sample, 4096);
-  }
+  });
 }
 
 // This process's own memory, read while the test runs: a memory image as

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "gpu/lz4_gpu_emulate.hpp"
+#include "support/gpu_support.hpp"
 #include "support/lz4_block_cases.hpp"
 #include "support/test_support.hpp"
 #include "tandem/tandem_gpu.hpp"
@@ -39,55 +40,10 @@ using tandem::test::Bytes;
 
 #if TANDEM_HAVE_CUDA
 
-void cuda_check(cudaError_t e, const char* call, int line) {
-  if (e != cudaSuccess)
-    throw std::runtime_error(std::string(call) + " (line " + std::to_string(line) + "): " + cudaGetErrorString(e));
-}
-#define CUDA_CHECK(call) cuda_check((call), #call, __LINE__)
-
-// Device memory that frees itself.
-class DeviceBuffer {
- public:
-  explicit DeviceBuffer(std::size_t bytes) : bytes_(bytes) { CUDA_CHECK(cudaMalloc(&ptr_, bytes ? bytes : 1)); }
-  ~DeviceBuffer() { (void)cudaFree(ptr_); }
-  DeviceBuffer(const DeviceBuffer&) = delete;
-  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
-
-  template <class T = void>
-  T* get() const {
-    return static_cast<T*>(ptr_);
-  }
-  std::size_t bytes() const { return bytes_; }
-
- private:
-  void* ptr_ = nullptr;
-  std::size_t bytes_;
-};
-
-class StreamHandle {
- public:
-  StreamHandle() { CUDA_CHECK(cudaStreamCreate(&stream_)); }
-  ~StreamHandle() { (void)cudaStreamDestroy(stream_); }
-  StreamHandle(const StreamHandle&) = delete;
-  StreamHandle& operator=(const StreamHandle&) = delete;
-  cudaStream_t get() const { return stream_; }
-
- private:
-  cudaStream_t stream_ = nullptr;
-};
-
-template <class T>
-void upload(const DeviceBuffer& d, const std::vector<T>& v, cudaStream_t s) {
-  if (!v.empty()) CUDA_CHECK(cudaMemcpyAsync(d.get(), v.data(), v.size() * sizeof(T), cudaMemcpyHostToDevice, s));
-}
-
-template <class T>
-std::vector<T> download(const DeviceBuffer& d, std::size_t count, cudaStream_t s) {
-  std::vector<T> v(count);
-  if (count) CUDA_CHECK(cudaMemcpyAsync(v.data(), d.get(), count * sizeof(T), cudaMemcpyDeviceToHost, s));
-  CUDA_CHECK(cudaStreamSynchronize(s));
-  return v;
-}
+using tandem::test::DeviceBuffer;
+using tandem::test::download;
+using tandem::test::StreamHandle;
+using tandem::test::upload;
 
 // A sentinel that no status or size equals: the device did not write the slot.
 constexpr std::uint8_t kUnwritten = 0x7F;

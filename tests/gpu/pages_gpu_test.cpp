@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "gpu/pages_gpu_emulate.hpp"
+#include "support/gpu_support.hpp"
 #include "support/lz4_block_cases.hpp"
 #include "support/test_support.hpp"
 #include "tandem/pages.hpp"
@@ -47,54 +48,10 @@ using test::Bytes;
 
 #if TANDEM_HAVE_CUDA
 
-void cuda_check(cudaError_t e, const char* call, int line) {
-  if (e != cudaSuccess)
-    throw std::runtime_error(std::string(call) + " (line " + std::to_string(line) + "): " + cudaGetErrorString(e));
-}
-#define CUDA_CHECK(call) cuda_check((call), #call, __LINE__)
-
-// Device memory that frees itself.
-class DeviceBuffer {
- public:
-  explicit DeviceBuffer(std::size_t bytes) : bytes_(bytes) { CUDA_CHECK(cudaMalloc(&ptr_, bytes ? bytes : 1)); }
-  ~DeviceBuffer() { (void)cudaFree(ptr_); }
-  DeviceBuffer(const DeviceBuffer&) = delete;
-  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
-
-  template <class T = void>
-  T* get() const {
-    return static_cast<T*>(ptr_);
-  }
-  std::size_t bytes() const { return bytes_; }
-
- private:
-  void* ptr_ = nullptr;
-  std::size_t bytes_;
-};
-
-class StreamHandle {
- public:
-  StreamHandle() { CUDA_CHECK(cudaStreamCreate(&stream_)); }
-  ~StreamHandle() { (void)cudaStreamDestroy(stream_); }
-  StreamHandle(const StreamHandle&) = delete;
-  StreamHandle& operator=(const StreamHandle&) = delete;
-  cudaStream_t get() const { return stream_; }
-
- private:
-  cudaStream_t stream_ = nullptr;
-};
-
-void upload(void* d, const void* h, std::size_t bytes, cudaStream_t s) {
-  if (bytes) CUDA_CHECK(cudaMemcpyAsync(d, h, bytes, cudaMemcpyHostToDevice, s));
-}
-
-template <class T>
-std::vector<T> download(const void* d, std::size_t count, cudaStream_t s) {
-  std::vector<T> v(count);
-  if (count) CUDA_CHECK(cudaMemcpyAsync(v.data(), d, count * sizeof(T), cudaMemcpyDeviceToHost, s));
-  CUDA_CHECK(cudaStreamSynchronize(s));
-  return v;
-}
+using test::DeviceBuffer;
+using test::download;
+using test::StreamHandle;
+using test::upload;
 
 // ------------------------------------------------------------- pages ----
 
@@ -841,15 +798,11 @@ TEST_F(PagesGpu, HostResidentCorruptRecordsFailTheirPageAlone) {
 
 // Silesia's files cut into 4 KiB pages, on the device and host-resident.
 TEST_F(PagesGpu, SilesiaPagesAreTheCpuBackends) {
-  const auto dir = test::silesia_dir();
-  if (dir.empty()) GTEST_SKIP() << "the Silesia corpus is not available (set TANDEM_CORPUS)";
-  for (const std::string& name : test::silesia_names()) {
-    SCOPED_TRACE(name);
-    Bytes data = test::read_file(dir / name);
-    data.resize(data.size() / 4096 * 4096);
+  if (test::silesia_dir().empty()) GTEST_SKIP() << "the Silesia corpus is not available (set TANDEM_CORPUS)";
+  test::for_each_silesia_file_in_pages(4096, [&](const Bytes& data) {
     expect_device_round_trip(data, 4096, 0, stream());
     expect_host_gpu_round_trip(data, 4096);
-  }
+  });
 }
 
 // ----------------------------------------------------------- arguments ----

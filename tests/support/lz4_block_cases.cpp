@@ -1,6 +1,10 @@
 #include "support/lz4_block_cases.hpp"
 
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cstring>
 #include <stdexcept>
 
 namespace tandem::test {
@@ -208,5 +212,20 @@ bool GuardedBuffer::guard_intact() const {
   return std::all_of(mem_.begin() + static_cast<std::ptrdiff_t>(capacity_), mem_.end(),
                      [](std::uint8_t b) { return b == kGuardValue; });
 }
+
+PageEndCopy::PageEndCopy(const Bytes& b) {
+  const auto page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
+  const std::size_t pages = (b.size() + page - 1) / page + 1;
+  size_ = pages * page;
+  void* m = mmap(nullptr, size_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (m == MAP_FAILED) throw std::runtime_error("mmap failed");
+  base_ = static_cast<std::uint8_t*>(m);
+  std::uint8_t* guard = base_ + (pages - 1) * page;
+  if (mprotect(guard, page, PROT_NONE) != 0) throw std::runtime_error("mprotect failed");
+  if (!b.empty()) std::memcpy(guard - b.size(), b.data(), b.size());
+  data_ = guard - b.size();
+}
+
+PageEndCopy::~PageEndCopy() { munmap(base_, size_); }
 
 }  // namespace tandem::test

@@ -1,7 +1,8 @@
 // Shared by the tests of the GPU LZ4 block kernels (through their CPU
 // emulation and on a device): hand-built blocks with the exact status each
 // must get, the sizes and kinds of data every round trip covers, a reference
-// walk over the sequences of a valid block, and host buffers with guard bytes.
+// walk over the sequences of a valid block, host buffers with guard bytes, and
+// inputs that end where an unreadable page starts.
 #pragma once
 
 #include <cstddef>
@@ -78,6 +79,22 @@ class GuardedBuffer {
  private:
   Bytes mem_;
   std::size_t capacity_;
+};
+
+// A copy of a buffer's bytes that ends where an unreadable page starts, so
+// that a read past its end faults even without ASan.
+class PageEndCopy {
+ public:
+  explicit PageEndCopy(const Bytes& b);
+  ~PageEndCopy();
+  PageEndCopy(const PageEndCopy&) = delete;
+  PageEndCopy& operator=(const PageEndCopy&) = delete;
+  const std::uint8_t* get() const { return data_; }
+
+ private:
+  std::uint8_t* base_ = nullptr;
+  const std::uint8_t* data_ = nullptr;
+  std::size_t size_ = 0;
 };
 
 }  // namespace tandem::test

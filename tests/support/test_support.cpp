@@ -158,6 +158,17 @@ fs::path silesia_dir() {
   return dir;
 }
 
+void for_each_silesia_file_in_pages(std::size_t page, const std::function<void(const Bytes&)>& f) {
+  const fs::path dir = silesia_dir();
+  if (dir.empty()) return;
+  for (const std::string& name : silesia_names()) {
+    SCOPED_TRACE(name);
+    Bytes data = read_file(dir / name);
+    data.resize(data.size() / page * page);
+    f(data);
+  }
+}
+
 ::testing::AssertionResult StatusIs(const char* status_expr, const char* code_expr,
                                     const Status& status, StatusCode want) {
   if (status.code == want) return ::testing::AssertionSuccess();

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -55,6 +56,10 @@ std::string cli_path();
 // (zips, unzipped once per test process into a temp dir).
 std::filesystem::path silesia_dir();
 std::vector<std::string> silesia_names();
+// Calls f with each Silesia file cut to a whole number of `page`-byte pages,
+// under a SCOPED_TRACE of the file's name; calls nothing where the corpus is
+// not available.
+void for_each_silesia_file_in_pages(std::size_t page, const std::function<void(const Bytes&)>& f);
 
 // ---- status assertions (added for the cpu/interop/slow tests) ----
 // Predicate-format helper: EXPECT_PRED_FORMAT2(StatusIs, status, StatusCode::bad_data)
