@@ -68,9 +68,15 @@ class PageStore {
 
   // Batched forms: pages is ids.size() * page_size bytes; the pages are
   // compressed or decompressed together (options.batch), so a large batch
-  // may go to the GPU. An id that appears twice in a put_batch keeps its
-  // last page. get_batch sets statuses[i] (may be empty) per id and returns
-  // ok when every id was found and decoded, else the first failure.
+  // may go to the GPU. Each call allocates a buffer of ids.size() pages for
+  // the compressed data (out_of_memory when it cannot). An id that appears
+  // twice in a put_batch keeps its last page. put_batch takes every slot
+  // before it changes anything, so out_of_memory from the allocator leaves
+  // the store as it was (if the index itself cannot grow, the pages before
+  // that id are in). get_batch sets statuses[i] (may be empty; else
+  // ids.size() of them) per id and returns ok when every id was found and
+  // decoded, else the first failure along ids; the page of an id not held
+  // reads as zeros, with not_found.
   virtual Status put_batch(std::span<const PageId> ids, const void* pages) = 0;
   virtual Status get_batch(std::span<const PageId> ids, void* pages, std::span<Status> statuses = {}) const = 0;
   // Returns how many of the ids were held (and are now gone).
