@@ -126,7 +126,9 @@ Status pages_decompress_temp_size(std::size_t num_pages, std::size_t page_size, 
 // array [num_pages], or null): ok, bad_record (an unknown kind, a length that
 // does not fit the kind, an LZ4 page that decodes to less than a page), or
 // the LZ4 decoder's status. Records are untrusted; nothing is written outside
-// page i for record i.
+// page i for record i. A refused page holds what it held or part of its
+// decode (the host calls zero it). After pages_compress_async, each slot's
+// bytes past its record's length are zero.
 Status pages_decompress_async(const PageRecord* d_records, const void* d_slots, std::size_t num_pages,
                               std::size_t page_size, void* d_temp, std::size_t temp_bytes, void* d_pages,
                               ItemStatus* d_statuses, Stream stream);

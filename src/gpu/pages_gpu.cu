@@ -94,11 +94,10 @@ __global__ void __launch_bounds__(kPageWarps * 32)
 
 __global__ void __launch_bounds__(kPageWarps * 32)
     pages_finish_decompress_kernel(const PageRecord* records, std::size_t num_pages, std::uint32_t page_size,
-                                   Arrays a, std::uint8_t* pages, ItemStatus* statuses) {
+                                   Arrays a, ItemStatus* statuses) {
   const std::size_t i = page_of_warp();
   if (i >= num_pages) return;
-  const ItemStatus s = pagek::finish_decompress_page(simt::Warp{}, records[i], page_size, a.statuses[i],
-                                                     a.out_sizes[i], pages + i * page_size);
+  const ItemStatus s = pagek::finish_decompress(records[i], page_size, a.statuses[i], a.out_sizes[i]);
   if ((threadIdx.x & 31) == 0 && statuses) statuses[i] = s;
 }
 
@@ -116,20 +115,14 @@ __global__ void __launch_bounds__(kPageWarps * 32)
 // with 16 thread blocks 200.8 and 248.9, with 24 187.8 and 250.2; 4 warps a
 // thread block, 10 of them, 195.7 and 244.7; a warp a thread block (this
 // one: 32 of them a multiprocessor, the most it holds, 64 registers), 204.5
-// and 251.5.
+// and 251.5. A refused page is left as the decoder left it (the host calls
+// zero it): zeroing it here, though it never happens on good data, cost 3 to
+// 4% (the zeros inline 194.0, out of line 193.9, in a kernel of their own
+// after this one 198.3, none 201.0, on one H100).
 constexpr int kDecodeWarps = 1;
 constexpr int kDecodeMinBlocks = 32;
 constexpr std::uint32_t kPage4K = 4096;
 constexpr std::uint32_t kStage4K = lz4k::kLaneStageBytes<kPage4K>;
-
-// A failed page is zeroed (pagek::finish_decompress_page) out of line: in
-// the decode loop's body it cost 3.7% of decompression (silesia7, batches of
-// 10,000 pages: 197.0 against 204.5 GB/s on the H100).
-__device__ __noinline__ void zero_failed_page(std::uint8_t* page) {
-  const simt::Warp w{};
-  w.sync();  // the decoder's last writes land before the zeros
-  pagek::warp_write_fill(w, 0, kPage4K, page);
-}
 
 __device__ __forceinline__ void decode_page_4k(const simt::Warp& w, std::uint8_t* stage, const PageRecord* records,
                                                const std::uint8_t* slots, std::size_t i, std::uint8_t* pages,
@@ -143,7 +136,6 @@ __device__ __forceinline__ void decode_page_4k(const simt::Warp& w, std::uint8_t
     status = lz4k::decode_block_lanes_staged<kPage4K>(w, stage, slot, r.length, page, kPage4K, &size);
   }
   status = pagek::finish_decompress(r, kPage4K, status, size);
-  if (status != ItemStatus::ok) zero_failed_page(page);
   if ((threadIdx.x & 31) == 0 && statuses) statuses[i] = status;
   w.sync();  // the stage is free before the warp's next page
 }
@@ -250,8 +242,10 @@ Status pages_decompress_async(const PageRecord* d_records, const void* d_slots, 
       !s) {
     return s;
   }
-  pages_finish_decompress_kernel<<<page_blocks(num_pages), kPageWarps * 32, 0, stream>>>(d_records, num_pages, p, a,
-                                                                                         pages, d_statuses);
+  if (d_statuses) {
+    pages_finish_decompress_kernel<<<page_blocks(num_pages), kPageWarps * 32, 0, stream>>>(d_records, num_pages, p,
+                                                                                           a, d_statuses);
+  }
   return launch_status();
 }
 

@@ -236,15 +236,23 @@ Status CudaPagesEngine::finish(Slot& s, const Call& c) {
     });
     return {};
   }
-  std::memcpy(c.statuses + s.first, s.h_records.data() + s.count * sizeof(PageRecord),
-              s.count * sizeof(ItemStatus));
-  if (c.direct_out) return {};
-  const std::size_t bytes = s.count * p;
-  const std::size_t pieces = (bytes + (std::size_t{1} << 20) - 1) >> 20;
-  detail::parallel_for(pieces, 0, [&](std::size_t k) {
-    const std::size_t at = k << 20;
-    std::memcpy(c.pages_out + s.first * p + at, s.h_out.data() + at, std::min(std::size_t{1} << 20, bytes - at));
-  });
+  const auto* statuses = reinterpret_cast<const ItemStatus*>(s.h_records.data() + s.count * sizeof(PageRecord));
+  std::memcpy(c.statuses + s.first, statuses, s.count * sizeof(ItemStatus));
+  std::uint8_t* pages = c.pages_out + s.first * p;
+  if (!c.direct_out) {
+    const std::size_t bytes = s.count * p;
+    const std::size_t pieces = (bytes + (std::size_t{1} << 20) - 1) >> 20;
+    detail::parallel_for(pieces, 0, [&](std::size_t k) {
+      const std::size_t at = k << 20;
+      std::memcpy(pages + at, s.h_out.data() + at, std::min(std::size_t{1} << 20, bytes - at));
+    });
+  }
+  // A refused page is zeros here, as on the CPU: the device leaves it as
+  // its decoder did, over device memory that earlier calls (of any caller of
+  // this shared engine) wrote.
+  for (std::size_t i = 0; i < s.count; ++i) {
+    if (statuses[i] != ItemStatus::ok) std::memset(pages + i * p, 0, p);
+  }
   return {};
 }
 
