@@ -25,10 +25,16 @@ Status check_record(const PageRecord& record, const void* data, std::size_t page
 // Writes the 8-byte word fill through page.
 void write_fill(std::uint64_t fill, std::size_t page_size, std::uint8_t* page);
 
-// Whether Backend::automatic sends a batch to the GPU: from the crossover
-// measured on an H100 host with 16 threads (docs/benchmarks), scaled by the
-// threads: host-resident, the GPU passes those threads' CPU path at about
-// this many pages of 4 KiB per thread.
+// Whether Backend::automatic sends a batch to the GPU: when it has at least
+// this many pages of 4 KiB (or the same bytes in larger pages) per CPU
+// thread. Measured on an H100 host with 16 threads, silesia7 in 4 KiB pages,
+// ordinary (pageable) host memory, GB/s of the CPU backend against the GPU
+// (docs/benchmarks/2026-11-24-h100-pages.md):
+//   compress    256 pages 3.24 / 2.07, 1,000 4.02 / 4.15, 10,000 3.80 / 15.32
+//   decompress  1,000 12.01 / 4.77, 10,000 13.44 / 16.52, 100,000 12.91 / 17.87
+// so the GPU pays from about 1,000 pages (64 a thread) to compress and
+// about 7,000 (512 a thread: 8,192) to decompress. From pinned memory it
+// pays from about 1,000 both ways (12.69 and 16.53 GB/s at 1,000 pages).
 inline constexpr std::size_t kGpuCompressPagesPerThread = 64;
 inline constexpr std::size_t kGpuDecompressPagesPerThread = 512;
 inline bool prefers_gpu(bool compress, std::size_t count, std::size_t page_size, int threads) {

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "gpu/pages_gpu_emulate.hpp"
+#include "pages/page_codec.hpp"
 #include "support/test_support.hpp"
 #include "tandem/pages.hpp"
 
@@ -337,6 +338,32 @@ TEST(PageBatch, GpuBackendWithoutDeviceSaysSo) {
   Backend ran = Backend::gpu;
   EXPECT_TRUE(compress_pages({pages.data(), 1, 4096}, {slots.data(), slots.size()}, records, o, &ran).ok());
   EXPECT_EQ(ran, Backend::cpu);
+}
+
+}  // namespace
+}  // namespace tandem
+
+namespace tandem {
+namespace {
+
+// Backend::automatic's crossover: the GPU only for batches large for the
+// CPU's threads, never for one page, sooner for compression (the GPU's lead
+// is larger there), at the same bytes whatever the page size.
+TEST(PageBatch, AutoCrossoverGrowsWithThreads) {
+  for (const bool compress : {true, false}) {
+    SCOPED_TRACE(compress ? "compress" : "decompress");
+    for (const int threads : {1, 2, 16, 64}) {
+      EXPECT_FALSE(page_batch_prefers_gpu(compress, 1, 4096, threads));
+      EXPECT_TRUE(page_batch_prefers_gpu(compress, 1000000, 4096, threads));
+      std::size_t first = 1;  // the smallest batch that goes to the GPU
+      while (!page_batch_prefers_gpu(compress, first, 4096, threads)) first *= 2;
+      EXPECT_TRUE(page_batch_prefers_gpu(compress, first * 2, 4096, threads));
+      EXPECT_FALSE(page_batch_prefers_gpu(compress, first / 2, 4096, 2 * threads));
+      // The same bytes in 64 KiB pages.
+      EXPECT_TRUE(page_batch_prefers_gpu(compress, (first + 15) / 16, 65536, threads));
+    }
+    EXPECT_LT(pages::kGpuCompressPagesPerThread, pages::kGpuDecompressPagesPerThread);
+  }
 }
 
 }  // namespace
