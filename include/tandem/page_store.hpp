@@ -26,6 +26,10 @@ struct PageStoreOptions {
   // How put_batch and get_batch compress and decompress (the single-page
   // forms always run on the calling thread).
   PageOptions batch;
+  // The most memory the allocator may hold for page data (as zram's
+  // mem_limit): a put that would need more fails with out_of_memory and
+  // changes nothing. Zero and same-fill pages need none.
+  std::uint64_t memory_limit = UINT64_MAX;
 };
 
 // Memory accounting, exact at the moment it is taken.

@@ -69,7 +69,7 @@ class PageAllocator {
 
   // max_size: the largest allocation, a multiple of 64 from 1 KiB to 64 KiB
   // (a page size). limit_bytes caps the slab memory held (out_of_memory past
-  // it): the store leaves it unlimited; tests use it to reach out_of_memory.
+  // it): PageStoreOptions::memory_limit.
   explicit PageAllocator(std::size_t max_size,
                          std::uint64_t limit_bytes = std::numeric_limits<std::uint64_t>::max());
   // Frees every slab; handles still live are lost with it.

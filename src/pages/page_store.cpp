@@ -109,7 +109,8 @@ std::uint8_t* put_buffer(std::size_t page_size) {
 
 class Store final : public PageStore {
  public:
-  explicit Store(const PageStoreOptions& options) : options_(options), alloc_(options.page_size) {}
+  explicit Store(const PageStoreOptions& options)
+      : options_(options), alloc_(options.page_size, options.memory_limit) {}
 
   ~Store() override = default;  // the allocator frees every slab at once
 

@@ -602,3 +602,54 @@ TEST(PageStore, SilesiaMemoryFigures) {
 
 }  // namespace
 }  // namespace tandem
+
+namespace tandem {
+namespace {
+
+// memory_limit: puts that need more memory fail with out_of_memory and change
+// nothing; pages without data still go in; erasing makes room again.
+TEST(PageStore, MemoryLimitRefusesPutsAndChangesNothing) {
+  constexpr std::size_t p = 4096;
+  PageStoreOptions o;
+  o.page_size = p;
+  o.memory_limit = 64 * 1024;
+  std::unique_ptr<PageStore> store;
+  ASSERT_TRUE(PageStore::create(o, &store).ok());
+  std::vector<std::uint8_t> page(p), got(p);
+  PageId id = 0;
+  Status s;
+  for (; id < 1000; ++id) {
+    make_page(page.data(), p, 10 * id + 3);  // noise: kept raw, a page of memory each
+    s = store->put(id, page.data());
+    if (!s) break;
+  }
+  ASSERT_LT(id, 1000u) << "the limit never bit";
+  EXPECT_PRED_FORMAT2(test::StatusIs, s, StatusCode::out_of_memory);
+  EXPECT_FALSE(store->contains(id));
+  const PageStoreStats full = store->stats();
+  EXPECT_EQ(full.pages, id);
+  EXPECT_LE(full.allocated_bytes, o.memory_limit);
+  // Replacing a held page with one that needs memory fails too and keeps the old page.
+  make_page(page.data(), p, 10 * 7 + 3);
+  std::vector<std::uint8_t> other(p);
+  make_page(other.data(), p, 10 * 5000 + 3);
+  if (id > 7) {
+    const Status r = store->put(7, other.data());
+    if (!r) {
+      ASSERT_TRUE(store->get(7, got.data()).ok());
+      EXPECT_EQ(got, page);
+    }
+  }
+  // Zero pages need no memory.
+  std::vector<std::uint8_t> zeros(p, 0);
+  EXPECT_TRUE(store->put(5000, zeros.data()).ok());
+  // Erasing makes room.
+  for (PageId k = 0; k < id; ++k) EXPECT_TRUE(store->erase(k));
+  make_page(page.data(), p, 10 * id + 3);
+  EXPECT_TRUE(store->put(id, page.data()).ok());
+  ASSERT_TRUE(store->get(id, got.data()).ok());
+  EXPECT_EQ(got, page);
+}
+
+}  // namespace
+}  // namespace tandem
