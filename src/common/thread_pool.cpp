@@ -9,6 +9,8 @@
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
+#include <cstdint>
+#include <cstring>
 #include <deque>
 #include <exception>
 #include <memory>
@@ -171,6 +173,26 @@ void parallel_for(std::size_t n, int max_threads, const std::function<void(std::
   job.fn = &fn;
   job.n = n;
   Pool::instance().run(job, threads);
+}
+
+void parallel_copy(const std::vector<Copy>& copies, std::vector<std::size_t>* first_piece) {
+  first_piece->assign(copies.size() + 1, 0);
+  for (std::size_t i = 0; i < copies.size(); ++i) {
+    (*first_piece)[i + 1] = (*first_piece)[i] + (copies[i].size + kCopyPiece - 1) / kCopyPiece;
+  }
+  const std::vector<std::size_t>& first = *first_piece;
+  parallel_for(first.back(), 0, [&](std::size_t p) {
+    const std::size_t i = static_cast<std::size_t>(std::upper_bound(first.begin(), first.end(), p) - first.begin()) - 1;
+    const std::size_t offset = (p - first[i]) * kCopyPiece;
+    const std::size_t n = std::min(kCopyPiece, copies[i].size - offset);
+    std::memcpy(static_cast<std::uint8_t*>(copies[i].dst) + offset,
+                static_cast<const std::uint8_t*>(copies[i].src) + offset, n);
+  });
+}
+
+void parallel_copy(void* dst, const void* src, std::size_t n) {
+  std::vector<std::size_t> first_piece;
+  parallel_copy({Copy{dst, src, n}}, &first_piece);
 }
 
 }  // namespace detail

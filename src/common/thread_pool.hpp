@@ -1,4 +1,5 @@
-// A process-wide pool of worker threads for data-parallel loops.
+// A process-wide pool of worker threads for data-parallel loops (and the
+// host copies that the GPU engines spread over it).
 //
 // parallel_for(n, max_threads, fn) runs fn(i) for i in [0, n) on at most
 // max_threads threads, the caller being one of them, and returns when all are
@@ -10,6 +11,7 @@
 
 #include <cstddef>
 #include <functional>
+#include <vector>
 
 namespace tandem::detail {
 
@@ -17,6 +19,21 @@ namespace tandem::detail {
 int effective_threads(int requested);
 
 void parallel_for(std::size_t n, int max_threads, const std::function<void(std::size_t)>& fn);
+
+// One memcpy of parallel_copy's list (no overlap).
+struct Copy {
+  void* dst;
+  const void* src;
+  std::size_t size;
+};
+// Host copies are split into pieces of this size, so that a few large ones
+// still spread over the worker pool.
+inline constexpr std::size_t kCopyPiece = std::size_t{1} << 20;
+// Runs the copies on the worker pool in pieces of at most kCopyPiece bytes.
+// first_piece is scratch, kept by the caller to reuse its memory.
+void parallel_copy(const std::vector<Copy>& copies, std::vector<std::size_t>* first_piece);
+// A single copy of n bytes, the same way.
+void parallel_copy(void* dst, const void* src, std::size_t n);
 
 // Batches of a streaming codec. A batch ends with a wait for its slowest
 // item, so larger batches keep threads busier, but a batch read from a stream

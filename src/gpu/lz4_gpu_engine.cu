@@ -50,9 +50,6 @@ constexpr std::size_t kFillItems = 2048;
 constexpr std::size_t kMinSubBatchBytes = std::size_t{16} << 20;
 constexpr std::size_t kMaxSubBatchBytes = std::size_t{640} << 20;
 constexpr std::size_t kMaxSubBatchItems = std::size_t{1} << 16;
-// Host copies are split into pieces of this size so that a few large items
-// still spread over the worker pool.
-constexpr std::size_t kCopyPiece = std::size_t{1} << 20;
 // No valid LZ4 block decodes to more than 255 bytes per input byte (a match
 // of 4 + 15 + 255k bytes costs at least 3 + k bytes), so a decoder's output
 // capacity is clamped to that: a caller's generous capacity costs no device
@@ -113,30 +110,6 @@ __global__ void __launch_bounds__(kGatherThreads)
     for (std::size_t k = threadIdx.x; k < words; k += blockDim.x) dst4[k] = src4[k];
     for (std::size_t k = words * 16 + threadIdx.x; k < size; k += blockDim.x) dst[k] = src[k];
   }
-}
-
-// --------------------------------------------------------- host copies ----
-
-struct Copy {
-  void* dst;
-  const void* src;
-  std::size_t size;
-};
-
-// Runs the copies on the worker pool in pieces of at most kCopyPiece bytes.
-void parallel_copy(const std::vector<Copy>& copies, std::vector<std::size_t>* first_piece) {
-  first_piece->assign(copies.size() + 1, 0);
-  for (std::size_t i = 0; i < copies.size(); ++i) {
-    (*first_piece)[i + 1] = (*first_piece)[i] + (copies[i].size + kCopyPiece - 1) / kCopyPiece;
-  }
-  const std::vector<std::size_t>& first = *first_piece;
-  detail::parallel_for(first.back(), 0, [&](std::size_t p) {
-    const std::size_t i = static_cast<std::size_t>(std::upper_bound(first.begin(), first.end(), p) - first.begin()) - 1;
-    const std::size_t offset = (p - first[i]) * kCopyPiece;
-    const std::size_t n = std::min(kCopyPiece, copies[i].size - offset);
-    std::memcpy(static_cast<std::uint8_t*>(copies[i].dst) + offset,
-                static_cast<const std::uint8_t*>(copies[i].src) + offset, n);
-  });
 }
 
 // ------------------------------------------------------------- engine ----
@@ -236,7 +209,7 @@ class CudaLz4Engine final : public Lz4HostEngine {
   // Per call, kept to reuse their memory.
   std::vector<Item> items_;
   std::vector<Range> ranges_;
-  std::vector<Copy> copies_;
+  std::vector<detail::Copy> copies_;
   std::vector<std::size_t> pieces_;
 };
 
@@ -372,7 +345,7 @@ Status CudaLz4Engine::launch(Slot& slot, const Call& c, Range range) {
     h.keep_caps[j] = it.keep_cap;
     if (it.in_size) copies_.push_back({slot.h_in.data() + arrays + it.in_offset, c.inputs[it.index].data, it.in_size});
   }
-  parallel_copy(copies_, &pieces_);
+  detail::parallel_copy(copies_, &pieces_);
 
   const cudaStream_t stream = slot.stream;
   TANDEM_CUDA_CHECK(cudaMemcpyAsync(slot.d_in.data(), slot.h_in.data(), arrays + in_bytes, cudaMemcpyHostToDevice,
@@ -441,7 +414,7 @@ Status CudaLz4Engine::finish(Slot& slot, const Call& c) {
     result.size = size;
     if (size) copies_.push_back({c.outputs[it.index].data, slot.h_out.data() + r.places[j], size});
   }
-  parallel_copy(copies_, &pieces_);
+  detail::parallel_copy(copies_, &pieces_);
   return {};
 }
 

@@ -152,11 +152,7 @@ Status CudaPagesEngine::launch(Slot& s, const Call& c, std::size_t first, std::s
     src = c.pages + first * p;
     if (!c.direct_in) {
       if (Status r = s.h_in.reserve(bytes); !r) return r;
-      const std::size_t pieces = (bytes + (std::size_t{1} << 20) - 1) >> 20;
-      detail::parallel_for(pieces, 0, [&](std::size_t k) {
-        const std::size_t at = k << 20;
-        std::memcpy(s.h_in.data() + at, src + at, std::min(std::size_t{1} << 20, bytes - at));
-      });
+      detail::parallel_copy(s.h_in.data(), src, bytes);
       src = s.h_in.data();
     }
     TANDEM_CUDA_CHECK(cudaMemcpyAsync(s.d_in.data(), src, bytes, cudaMemcpyHostToDevice, st), "upload of pages");
@@ -239,14 +235,7 @@ Status CudaPagesEngine::finish(Slot& s, const Call& c) {
   const auto* statuses = reinterpret_cast<const ItemStatus*>(s.h_records.data() + s.count * sizeof(PageRecord));
   std::memcpy(c.statuses + s.first, statuses, s.count * sizeof(ItemStatus));
   std::uint8_t* pages = c.pages_out + s.first * p;
-  if (!c.direct_out) {
-    const std::size_t bytes = s.count * p;
-    const std::size_t pieces = (bytes + (std::size_t{1} << 20) - 1) >> 20;
-    detail::parallel_for(pieces, 0, [&](std::size_t k) {
-      const std::size_t at = k << 20;
-      std::memcpy(pages + at, s.h_out.data() + at, std::min(std::size_t{1} << 20, bytes - at));
-    });
-  }
+  if (!c.direct_out) detail::parallel_copy(pages, s.h_out.data(), s.count * p);
   // A refused page is zeros here, as on the CPU: the device leaves it as
   // its decoder did, over device memory that earlier calls (of any caller of
   // this shared engine) wrote.
