@@ -1,6 +1,7 @@
-// What the host-resident GPU engines share (CUDA code only): CUDA failures
-// as statuses, device and pinned buffers that grow and are reused, and how
-// many thread blocks of a kernel the device holds at once.
+// What the CUDA code shares: CUDA failures and failed launches as statuses,
+// device and pinned buffers that grow and are reused, the engines' slot
+// streams and creation, and how many thread blocks of a kernel the device
+// holds at once.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -37,6 +38,15 @@ inline Status cuda_failure(cudaError_t e, const char* what) {
     const cudaError_t tandem_e_ = (call);                                        \
     if (tandem_e_ != cudaSuccess) return ::tandem::gpu::cuda_failure(tandem_e_, what); \
   } while (0)
+
+// The status of the launches just made: device_error with the CUDA error's
+// own text (a static string) when one failed, its error cleared.
+inline Status launch_status() {
+  const cudaError_t e = cudaPeekAtLastError();
+  if (e == cudaSuccess) return {};
+  (void)cudaGetLastError();
+  return {StatusCode::device_error, cudaGetErrorString(e)};
+}
 
 // Device (kPinned false) or pinned host memory that grows by half again when
 // it must (in whole MiB) and is otherwise reused. Never null once reserved,

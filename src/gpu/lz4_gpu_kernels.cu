@@ -319,13 +319,6 @@ __global__ void __launch_bounds__(kLanesPerBlock * 32, kLanes4KMinBlocks)
   decode_lanes_item<lz4k::kStageBytes>(in_ptrs, in_sizes, num_items, out_ptrs, out_capacities, out_sizes, statuses);
 }
 
-Status launch_status() {
-  const cudaError_t e = cudaPeekAtLastError();
-  if (e == cudaSuccess) return {};
-  (void)cudaGetLastError();
-  return {StatusCode::device_error, cudaGetErrorString(e)};
-}
-
 template <int HashLog>
 Status launch_find(const void* const* d_in_ptrs, const std::size_t* d_in_sizes, void* const* d_out_ptrs,
                    std::size_t num_items, std::size_t segments_per_item, const std::uint16_t* primes,

@@ -92,13 +92,12 @@ __global__ void __launch_bounds__(kPageWarps * 32)
   }
 }
 
-__global__ void __launch_bounds__(kPageWarps * 32)
-    pages_finish_decompress_kernel(const PageRecord* records, std::size_t num_pages, std::uint32_t page_size,
-                                   Arrays a, ItemStatus* statuses) {
-  const std::size_t i = page_of_warp();
+// A thread per page.
+__global__ void pages_finish_decompress_kernel(const PageRecord* records, std::size_t num_pages,
+                                               std::uint32_t page_size, Arrays a, ItemStatus* statuses) {
+  const std::size_t i = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i >= num_pages) return;
-  const ItemStatus s = pagek::finish_decompress(records[i], page_size, a.statuses[i], a.out_sizes[i]);
-  if ((threadIdx.x & 31) == 0 && statuses) statuses[i] = s;
+  statuses[i] = pagek::finish_decompress(records[i], page_size, a.statuses[i], a.out_sizes[i]);
 }
 
 // Pages of 4 KiB decode in one kernel: a warp per page does its record's
@@ -153,13 +152,6 @@ __global__ void __launch_bounds__(kDecodeWarps * 32, kDecodeMinBlocks)
     if (i >= num_pages) return;
     decode_page_4k(w, stage, records, slots, i, pages, statuses);
   }
-}
-
-Status launch_status() {
-  const cudaError_t e = cudaPeekAtLastError();
-  if (e == cudaSuccess) return {};
-  (void)cudaGetLastError();
-  return {StatusCode::device_error, cudaGetErrorString(e)};
 }
 
 bool aligned16(const void* p) { return (reinterpret_cast<std::uintptr_t>(p) & 15) == 0; }
@@ -243,8 +235,9 @@ Status pages_decompress_async(const PageRecord* d_records, const void* d_slots, 
     return s;
   }
   if (d_statuses) {
-    pages_finish_decompress_kernel<<<page_blocks(num_pages), kPageWarps * 32, 0, stream>>>(d_records, num_pages, p,
-                                                                                           a, d_statuses);
+    constexpr int kThreads = 256;
+    pages_finish_decompress_kernel<<<static_cast<unsigned>((num_pages + kThreads - 1) / kThreads), kThreads, 0,
+                                     stream>>>(d_records, num_pages, p, a, d_statuses);
   }
   return launch_status();
 }
