@@ -141,6 +141,19 @@ Status compress_page(const void* page, std::size_t page_size, void* out, PageRec
 
 namespace {
 
+// A valid LZ4 record's page status from the GPU decoder's verdict on its
+// block (the device's, or its CPU emulation's): bad_record there is a block
+// that decodes to less than a page.
+Status lz4_page_status(gpu::ItemStatus s) {
+  switch (s) {
+    case gpu::ItemStatus::ok: return {};
+    case gpu::ItemStatus::bad_record: return {StatusCode::bad_data, "LZ4 page decodes to less than a page"};
+    case gpu::ItemStatus::output_overflow:
+    case gpu::ItemStatus::match_past_output_end: return {StatusCode::bad_data, "LZ4 page decodes to more than a page"};
+    default: return {StatusCode::bad_data, "malformed LZ4 page"};
+  }
+}
+
 // The LZ4 page into out, as the GPU's decoder would: ok only for a block
 // that decodes to exactly one page. liblz4 decodes the blocks that tandem
 // writes; it differs from the GPU's decoder only on blocks no encoder
@@ -155,13 +168,9 @@ Status decode_lz4_page(const std::uint8_t* data, std::size_t length, std::size_t
       cpu::lz4_decompress_block(data, length, out, page_size, &size).ok() && size == page_size) {
     return {};
   }
-  const gpu::ItemStatus s = gpu::lz4_decode_block_emulated(data, length, out, page_size, &size, gpu::DecodeShape::lanes);
-  if (s == gpu::ItemStatus::ok && size == page_size) return {};
-  if (s == gpu::ItemStatus::ok) return {StatusCode::bad_data, "LZ4 page decodes to less than a page"};
-  if (s == gpu::ItemStatus::output_overflow || s == gpu::ItemStatus::match_past_output_end) {
-    return {StatusCode::bad_data, "LZ4 page decodes to more than a page"};
-  }
-  return {StatusCode::bad_data, "malformed LZ4 page"};
+  gpu::ItemStatus s = gpu::lz4_decode_block_emulated(data, length, out, page_size, &size, gpu::DecodeShape::lanes);
+  if (s == gpu::ItemStatus::ok && size != page_size) s = gpu::ItemStatus::bad_record;
+  return lz4_page_status(s);
 }
 
 }  // namespace
@@ -185,7 +194,8 @@ Status decompress_page(const PageRecord& record, const void* data, std::size_t p
 }
 
 bool page_batch_prefers_gpu(bool compress, std::size_t count, std::size_t page_size, int threads) {
-  return pages::prefers_gpu(compress, count, page_size, threads);
+  const std::size_t per_thread = compress ? pages::kGpuCompressPagesPerThread : pages::kGpuDecompressPagesPerThread;
+  return count * page_size >= per_thread * 4096 * static_cast<std::size_t>(threads > 0 ? threads : 1);
 }
 
 namespace {
@@ -248,16 +258,9 @@ Status decompress_on_gpu(std::span<const PageRecord> records, std::span<const vo
   }
   Status first;
   for (std::size_t i = 0; i < n; ++i) {
-    Status st;
-    if (item[i] == gpu::ItemStatus::bad_record) {
-      st = pages::check_record(records[i], data[i], p);
-      if (st) st = {StatusCode::bad_data, "LZ4 page decodes to less than a page"};
-    } else if (item[i] != gpu::ItemStatus::ok) {
-      st = {StatusCode::bad_data, item[i] == gpu::ItemStatus::output_overflow ||
-                                          item[i] == gpu::ItemStatus::match_past_output_end
-                                      ? "LZ4 page decodes to more than a page"
-                                      : "malformed LZ4 page"};
-    }
+    // bad_record is the record's own check's failure, or a short block.
+    Status st = item[i] == gpu::ItemStatus::bad_record ? pages::check_record(records[i], data[i], p) : Status{};
+    if (st) st = lz4_page_status(item[i]);
     if (!statuses.empty()) statuses[i] = st;
     if (!st && first) first = st;
   }

@@ -25,7 +25,8 @@ Status check_record(const PageRecord& record, const void* data, std::size_t page
 // Writes the 8-byte word fill through page.
 void write_fill(std::uint64_t fill, std::size_t page_size, std::uint8_t* page);
 
-// Whether Backend::automatic sends a batch to the GPU: when it has at least
+// page_batch_prefers_gpu: Backend::automatic sends a batch to the GPU when it
+// has at least
 // this many pages of 4 KiB (or the same bytes in larger pages) per CPU
 // thread. Measured on an H100 host with 16 threads, silesia7 in 4 KiB pages,
 // ordinary (pageable) host memory, GB/s of the CPU backend against the GPU
@@ -37,10 +38,5 @@ void write_fill(std::uint64_t fill, std::size_t page_size, std::uint8_t* page);
 // pays from about 1,000 both ways (12.69 and 16.53 GB/s at 1,000 pages).
 inline constexpr std::size_t kGpuCompressPagesPerThread = 64;
 inline constexpr std::size_t kGpuDecompressPagesPerThread = 512;
-inline bool prefers_gpu(bool compress, std::size_t count, std::size_t page_size, int threads) {
-  const std::size_t per_thread = compress ? kGpuCompressPagesPerThread : kGpuDecompressPagesPerThread;
-  const std::size_t bytes = count * page_size;
-  return bytes >= per_thread * 4096 * static_cast<std::size_t>(threads > 0 ? threads : 1);
-}
 
 }  // namespace tandem::pages
