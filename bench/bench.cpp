@@ -164,35 +164,6 @@ bool load_inputs(const std::vector<std::string>& files, std::vector<Input>* inpu
   return true;
 }
 
-// The timed runs of one direction of one measurement.
-struct Runs {
-  std::vector<double> seconds;
-  double total = 0;
-
-  void add(double s) {
-    seconds.push_back(s);
-    total += s;
-  }
-  // At least min_runs, adding up to min_seconds (or so many that the clock
-  // cannot see them: empty inputs).
-  bool enough(double min_seconds, int min_runs) const {
-    constexpr std::size_t kMaxRuns = 1'000'000;
-    return static_cast<int>(seconds.size()) >= min_runs && (total >= min_seconds || seconds.size() >= kMaxRuns);
-  }
-  Timing timing() const {
-    std::vector<double> sorted = seconds;
-    std::sort(sorted.begin(), sorted.end());
-    const std::size_t n = sorted.size();
-    Timing t;
-    t.runs = static_cast<int>(n);
-    if (n == 0) return t;
-    t.median = n % 2 ? sorted[n / 2] : (sorted[n / 2 - 1] + sorted[n / 2]) / 2;
-    t.min = sorted.front();
-    t.max = sorted.back();
-    return t;
-  }
-};
-
 // One thing measured on one input: an engine at a thread count, or the GPU in
 // one mode. Each call runs once and, given a non-null pointer, stores the
 // seconds of the timed part; false after printing why it failed.

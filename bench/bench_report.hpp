@@ -4,6 +4,7 @@
 // (input, chunk size) in a second table.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -21,6 +22,36 @@ struct Timing {
   double min = 0;
   double max = 0;
   int runs = 0;
+};
+
+// The timed runs of one direction of one measurement (tandem bench and
+// tandem pages bench alike).
+struct Runs {
+  std::vector<double> seconds;
+  double total = 0;
+
+  void add(double s) {
+    seconds.push_back(s);
+    total += s;
+  }
+  // At least min_runs, adding up to min_seconds (or so many that the clock
+  // cannot see them: empty inputs).
+  bool enough(double min_seconds, int min_runs) const {
+    constexpr std::size_t kMaxRuns = 1'000'000;
+    return static_cast<int>(seconds.size()) >= min_runs && (total >= min_seconds || seconds.size() >= kMaxRuns);
+  }
+  Timing timing() const {
+    std::vector<double> sorted = seconds;
+    std::sort(sorted.begin(), sorted.end());
+    const std::size_t n = sorted.size();
+    Timing t;
+    t.runs = static_cast<int>(n);
+    if (n == 0) return t;
+    t.median = n % 2 ? sorted[n / 2] : (sorted[n / 2 - 1] + sorted[n / 2]) / 2;
+    t.min = sorted.front();
+    t.max = sorted.back();
+    return t;
+  }
 };
 
 struct Row {

@@ -14,6 +14,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 
+#include "bench/bench_report.hpp"
 #include "bench/pages_bench_gpu.hpp"
 #include "tandem/pages.hpp"
 #include "tandem/tandem.hpp"
@@ -34,25 +35,17 @@ double now() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
-double median(std::vector<double> v) {
-  if (v.empty()) return NAN;
-  std::sort(v.begin(), v.end());
-  const std::size_t m = v.size() / 2;
-  return v.size() % 2 ? v[m] : (v[m - 1] + v[m]) / 2;
-}
-
 // Repeats fn (one run, returning its seconds, or a negative number on
-// failure) until min_runs runs and min_seconds have passed; the median.
+// failure) until the runs number min_runs and add up to min_seconds; the
+// median run.
 double measure(const PagesBenchConfig& c, const std::function<double()>& fn) {
-  std::vector<double> times;
-  const double until = now() + c.min_seconds;
-  while (static_cast<int>(times.size()) < c.min_runs || now() < until) {
+  Runs runs;
+  while (!runs.enough(c.min_seconds, c.min_runs)) {
     const double t = fn();
     if (t < 0) return -1;
-    times.push_back(t);
-    if (times.size() >= 1000) break;
+    runs.add(t);
   }
-  return median(times);
+  return runs.timing().median;
 }
 
 // The kernel-zram-like baseline: one page at a time on one thread.
@@ -110,7 +103,7 @@ bool zram_decompress(const std::vector<ZramPage>& z, const std::uint8_t* slots, 
   return true;
 }
 
-struct Row {
+struct PageRow {
   std::string engine;
   std::size_t batch = 0;  // 0: not batched (zram)
   double compress_s = NAN, decompress_s = NAN;  // one run
@@ -139,8 +132,12 @@ std::string fmt(const char* f, double x) {
 }
 
 std::string with_commas(std::uint64_t n) {
-  std::string s = std::to_string(n);
-  for (int i = static_cast<int>(s.size()) - 3; i > 0; i -= 3) s.insert(static_cast<std::size_t>(i), ",");
+  const std::string digits = std::to_string(n);
+  std::string s;
+  for (std::size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) s += ',';
+    s += digits[i];
+  }
   return s;
 }
 
@@ -245,7 +242,7 @@ int run_pages(const PagesBenchConfig& c) {
   }
   const Histogram hist = histogram_of(want);
 
-  std::vector<Row> rows;
+  std::vector<PageRow> rows;
   bool failed = false;
   const auto progress = [&](const std::string& what) {
     if (!c.quiet) std::fprintf(stderr, "pages bench: %s\n", what.c_str());
@@ -257,7 +254,7 @@ int run_pages(const PagesBenchConfig& c) {
     progress("zram-like baseline");
     std::vector<ZramPage> z(pool_pages);
     std::vector<std::uint8_t> slots(pool.size()), out(pool.size());
-    Row r;
+    PageRow r;
     r.engine = "zram";
     r.pages = pool_pages;
     r.compress_s = measure(c, [&] {
@@ -312,7 +309,7 @@ int run_pages(const PagesBenchConfig& c) {
 
     for (const std::string& engine : c.engines) {
       if (engine == "zram") continue;
-      Row r;
+      PageRow r;
       r.engine = engine;
       r.batch = batch;
       r.pages = starts.size() * batch;
@@ -426,14 +423,14 @@ int run_pages(const PagesBenchConfig& c) {
                 with_commas(zram_hist.kinds[2]).c_str(), with_commas(zram_hist.kinds[3]).c_str(),
                 with_commas(zram_hist.data_bytes).c_str(), zram_ratio);
   }
-  const Row* zram = nullptr;
-  for (const Row& r : rows) {
+  const PageRow* zram = nullptr;
+  for (const PageRow& r : rows) {
     if (r.engine == "zram") zram = &r;
   }
-  const auto rate = [&](const Row& r, double s) { return static_cast<double>(r.pages) * static_cast<double>(p) / s; };
+  const auto rate = [&](const PageRow& r, double s) { return static_cast<double>(r.pages) * static_cast<double>(p) / s; };
   std::printf("\n| batch | engine | compress pages/s | compress GB/s | decompress pages/s | decompress GB/s | "
               "x zram (c / d) |\n|---|---|---|---|---|---|---|\n");
-  for (const Row& r : rows) {
+  for (const PageRow& r : rows) {
     const std::string batch = r.batch ? with_commas(r.batch) : "1 (page at a time)";
     if (!r.note.empty()) {
       std::printf("| %s | %s | %s | | | | |\n", batch.c_str(), r.engine.c_str(), r.note.c_str());
@@ -470,7 +467,7 @@ int run_pages(const PagesBenchConfig& c) {
                          {"data_bytes", zram_hist.data_bytes}, {"ratio", zram_ratio}};
     }
     j["rows"] = json::array();
-    for (const Row& r : rows) {
+    for (const PageRow& r : rows) {
       json x = {{"engine", r.engine}, {"batch", r.batch}, {"pages_per_run", r.pages}};
       if (!r.note.empty()) {
         x["note"] = r.note;
