@@ -32,6 +32,7 @@
 
 #include <cub/device/device_scan.cuh>
 
+#include "bench/bench_cuda.cuh"
 #include "tandem/tandem_gpu.hpp"
 
 namespace tandem::bench {
@@ -41,25 +42,6 @@ bool gpu_bench_compiled() { return true; }
 namespace {
 
 using gpu::ItemStatus;
-
-// Teardown errors have nowhere to go: a failed trial already reported the
-// first error, and a later cudaFree cannot make its figures wrong.
-struct CudaFree {
-  void operator()(void* p) const { (void)cudaFree(p); }
-};
-struct CudaFreeHost {
-  void operator()(void* p) const { (void)cudaFreeHost(p); }
-};
-struct CudaEventDestroy {
-  void operator()(cudaEvent_t e) const { (void)cudaEventDestroy(e); }
-};
-struct CudaStreamDestroy {
-  void operator()(cudaStream_t s) const { (void)cudaStreamDestroy(s); }
-};
-template <class T>
-using DevicePtr = std::unique_ptr<T, CudaFree>;
-template <class T>
-using PinnedPtr = std::unique_ptr<T, CudaFreeHost>;
 
 const char* base_name(const char* path) {
   const char* slash = std::strrchr(path, '/');

@@ -11,17 +11,12 @@
 
 #include <cstring>
 
+#include "bench/bench_cuda.cuh"
 #include "tandem/tandem_gpu.hpp"
 
 namespace tandem::bench {
 
 namespace {
-
-struct CudaFree {
-  void operator()(void* p) const { (void)cudaFree(p); }
-};
-template <class T>
-using DevicePtr = std::unique_ptr<T, CudaFree>;
 
 template <class T>
 bool device_alloc(std::size_t bytes, DevicePtr<T>* p, std::string* error) {
@@ -159,7 +154,7 @@ std::shared_ptr<std::uint8_t> pinned_bytes(std::size_t n) {
     (void)cudaGetLastError();
     return nullptr;
   }
-  return std::shared_ptr<std::uint8_t>(static_cast<std::uint8_t*>(p), [](std::uint8_t* q) { (void)cudaFreeHost(q); });
+  return std::shared_ptr<std::uint8_t>(static_cast<std::uint8_t*>(p), CudaFreeHost{});
 }
 
 std::unique_ptr<PagesDeviceTrial> make_pages_device_trial(std::span<const std::uint8_t> work, std::size_t page_size,
