@@ -34,6 +34,15 @@ bool is_device_fault(const Status& s) {
   return s.code == StatusCode::device_error || s.code == StatusCode::no_device;
 }
 
+double ewma(double old, double sample, double alpha) { return old == 0 ? sample : alpha * sample + (1 - alpha) * old; }
+
+// A GPU worker's batch in flight.
+struct Batch {
+  std::vector<Chunk> chunks;
+  std::uint64_t bytes = 0;
+  Clock::time_point submitted;
+};
+
 struct Done {
   Chunk chunk;
   ChunkOutput out;
@@ -51,16 +60,24 @@ class Run {
   void cpu_worker(std::size_t slot);
   void gpu_worker(std::size_t slot, int gpu);
   void writer();
+  Status run_inline();
 
   // All below with mu_ held.
   void fail(const Status& s);
   void fail(std::exception_ptr e);
-  void finish(WorkerKind kind, const Chunk& chunk, ChunkOutput&& out, double busy);
+  void finish(WorkerKind kind, const Chunk& chunk, ChunkOutput&& out);
+  void hand_back(const std::vector<Chunk>& chunks);
   ChunkOutput take_spare();
   void recycle(ChunkOutput&& out);
-  bool cpu_may_take() const { return !returned_.empty() || (cpu_enabled_ && !ready_.empty()); }
+  bool cpu_may_take() const;
   bool cpu_finished() const {
     return source_done_ && returned_.empty() && ready_.empty() && gpu_in_hand_ == 0;
+  }
+  Chunk pop_ready() {
+    Chunk c = ready_.front();
+    ready_.pop_front();
+    ready_bytes_ -= c.data.size();
+    return c;
   }
   double since_start(Clock::time_point t) const { return seconds(t - start_); }
 
@@ -68,10 +85,14 @@ class Run {
   const Work& work_;
   RunMetrics& m_;  // the timeline entries belong to their workers; the rest is under mu_
   Clock::time_point start_ = Clock::now();
+  std::uint64_t limit_ = 0;
+  int cpu_count_ = 0;
+  int gpu_count_ = 0;
 
   std::mutex mu_;
   std::condition_variable room_cv_, work_cv_, write_cv_;
   std::deque<Chunk> ready_;
+  std::uint64_t ready_bytes_ = 0;
   std::deque<Chunk> returned_;  // handed back by a failed GPU, for the CPU only; ascending index
   std::map<std::uint64_t, Done> done_;
   std::vector<ChunkOutput> spare_;
@@ -80,8 +101,11 @@ class Run {
   std::uint64_t pulled_ = 0;
   std::uint64_t bytes_read_ = 0;
   std::uint64_t next_write_ = 0;
-  int gpu_in_hand_ = 0;
+  std::uint64_t gpu_in_hand_ = 0;  // chunks in GPU workers' batches
+  int gpus_alive_ = 0;
+  double gpu_rate_ = 0;  // the GPU workers' smoothed rates, summed
   bool source_done_ = false;
+  bool reader_blocked_ = false;
   bool stop_ = false;
   bool cpu_enabled_ = true;
   bool gpu_eligible_ = false;
@@ -89,6 +113,22 @@ class Run {
   Status error_;
   std::exception_ptr exception_;
 };
+
+double union_seconds(std::vector<Span> spans) {
+  std::sort(spans.begin(), spans.end(), [](const Span& a, const Span& b) { return a.start_seconds < b.start_seconds; });
+  double total = 0, start = 0, end = -1;
+  for (const Span& s : spans) {
+    if (s.start_seconds > end) {
+      if (end > start) total += end - start;
+      start = s.start_seconds;
+      end = s.end_seconds;
+    } else {
+      end = std::max(end, s.end_seconds);
+    }
+  }
+  if (end > start) total += end - start;
+  return total;
+}
 
 void Run::fail(const Status& s) {
   if (!stop_) error_ = s;
@@ -111,43 +151,65 @@ ChunkOutput Run::take_spare() {
 }
 
 void Run::recycle(ChunkOutput&& out) {
-  out.bytes.clear();
+  out.clear();
   if (spare_.size() < spare_limit_ && out.bytes.capacity() > 0) spare_.push_back(std::move(out));
 }
 
-void Run::finish(WorkerKind kind, const Chunk& chunk, ChunkOutput&& out, double busy) {
+// The end of the input: a CPU worker leaves the ready queue to the GPU
+// workers when they would empty it sooner than it would finish one chunk.
+bool Run::cpu_may_take() const {
+  if (!returned_.empty()) return true;
+  if (!cpu_enabled_ || ready_.empty()) return false;
+  if (!source_done_ || gpus_alive_ == 0 || !gpu_eligible_ || gpu_rate_ <= 0 || m_.cpu.ewma_bytes_per_second <= 0) {
+    return true;
+  }
+  const double cpu_time = static_cast<double>(ready_.front().data.size()) / m_.cpu.ewma_bytes_per_second;
+  const double gpu_time = static_cast<double>(ready_bytes_) / gpu_rate_;
+  return cpu_time <= gpu_time;
+}
+
+void Run::finish(WorkerKind kind, const Chunk& chunk, ChunkOutput&& out) {
   KindMetrics& k = kind == WorkerKind::cpu ? m_.cpu : m_.gpu;
   k.chunks += 1;
   k.bytes_in += chunk.data.size();
-  k.bytes_out += out.bytes.size();
-  k.busy_seconds += busy;
-  if (busy > 0) {
-    const double rate = static_cast<double>(chunk.data.size()) / busy;
-    k.ewma_bytes_per_second = k.ewma_bytes_per_second == 0
-                                  ? rate
-                                  : opt_.ewma_alpha * rate + (1 - opt_.ewma_alpha) * k.ewma_bytes_per_second;
-  }
-  held_ += out.bytes.size();
+  k.bytes_out += out.size();
+  held_ += out.size();
   const bool next = chunk.index == next_write_;
   done_.emplace(chunk.index, Done{chunk, std::move(out)});
   if (next) write_cv_.notify_one();
 }
 
+void Run::hand_back(const std::vector<Chunk>& chunks) {
+  if (stop_) return;
+  for (const Chunk& chunk : chunks) {
+    returned_.insert(std::upper_bound(returned_.begin(), returned_.end(), chunk,
+                                      [](const Chunk& a, const Chunk& b) { return a.index < b.index; }),
+                     chunk);
+  }
+  cpu_enabled_ = true;
+  work_cv_.notify_all();
+}
+
 void Run::read() {
   std::unique_lock lk(mu_);
-  const std::uint64_t limit = opt_.max_in_flight_bytes;
   for (;;) {
     const auto w0 = Clock::now();
-    room_cv_.wait(lk, [&] { return stop_ || held_ == 0 || (held_ <= limit && limit - held_ >= opt_.chunk_size); });
+    auto room = [&] { return stop_ || held_ == 0 || (held_ <= limit_ && limit_ - held_ >= opt_.chunk_size); };
+    if (!room()) {
+      reader_blocked_ = true;
+      work_cv_.notify_all();  // a GPU worker may take a short batch now
+      room_cv_.wait(lk, room);
+      reader_blocked_ = false;
+    }
     m_.read_wait_seconds += seconds(Clock::now() - w0);
     if (stop_) return;
     lk.unlock();
-    std::span<const std::uint8_t> data;
+    SourceChunk next;
     bool end = false;
     Status st;
     std::exception_ptr ex;
     try {
-      st = work_.source(&data, &end);
+      st = work_.source(&next, &end);
     } catch (...) {
       ex = std::current_exception();
     }
@@ -161,12 +223,13 @@ void Run::read() {
       write_cv_.notify_all();
       return;
     }
-    if (data.size() > opt_.chunk_size) {
+    if (next.data.size() > opt_.chunk_size) {
       return fail(Status(StatusCode::invalid_argument, "the source returned a chunk larger than chunk_size"));
     }
-    ready_.push_back(Chunk{pulled_++, bytes_read_, data});
-    bytes_read_ += data.size();
-    held_ += data.size();
+    ready_.push_back(Chunk{pulled_++, bytes_read_, next.data, next.note});
+    ready_bytes_ += next.data.size();
+    bytes_read_ += next.data.size();
+    held_ += next.data.size();
     if (opt_.policy == Policy::automatic && bytes_read_ >= opt_.cpu_only_below) gpu_eligible_ = true;
     work_cv_.notify_all();
   }
@@ -180,9 +243,13 @@ void Run::cpu_worker(std::size_t slot) {
     work_cv_.wait(lk, [&] { return stop_ || cpu_may_take() || cpu_finished(); });
     m_.cpu.queue_wait_seconds += seconds(Clock::now() - w0);
     if (stop_ || !cpu_may_take()) return;
-    std::deque<Chunk>& q = returned_.empty() ? ready_ : returned_;
-    const Chunk chunk = q.front();
-    q.pop_front();
+    Chunk chunk;
+    if (!returned_.empty()) {
+      chunk = returned_.front();
+      returned_.pop_front();
+    } else {
+      chunk = pop_ready();
+    }
     ChunkOutput out = take_spare();
     lk.unlock();
 
@@ -195,64 +262,121 @@ void Run::cpu_worker(std::size_t slot) {
       ex = std::current_exception();
     }
     const auto t1 = Clock::now();
-    spans.push_back(Span{chunk.index, since_start(t0), since_start(t1), false});
+    spans.push_back(Span{chunk.index, 1, since_start(t0), since_start(t1), false});
 
     lk.lock();
     if (ex) return fail(std::move(ex));
     if (!st.ok()) return fail(st);
     if (stop_) return;
-    finish(WorkerKind::cpu, chunk, std::move(out), seconds(t1 - t0));
+    const double busy = seconds(t1 - t0);
+    m_.cpu.busy_seconds += busy;
+    if (busy > 0) {
+      m_.cpu.ewma_bytes_per_second =
+          ewma(m_.cpu.ewma_bytes_per_second, static_cast<double>(chunk.data.size()) / busy, opt_.ewma_alpha);
+    }
+    finish(WorkerKind::cpu, chunk, std::move(out));
   }
 }
 
 void Run::gpu_worker(std::size_t slot, int gpu) {
   std::vector<Span>& spans = m_.timeline[slot].spans;
+  GpuQueue& queue = *work_.gpus[static_cast<std::size_t>(gpu)];
   const auto born = Clock::now();
+  std::deque<Batch> flight;
+  std::vector<ChunkOutput> outs;
   std::uint64_t chunks_done = 0;
+  double rate = 0;  // this worker's share of gpu_rate_
+  Clock::time_point last_done = born;
+  const std::size_t depth = static_cast<std::size_t>(std::max(1, queue.depth()));
+  const std::uint64_t target = std::max<std::uint64_t>(queue.batch_bytes(), 1);
+
   std::unique_lock lk(mu_);
+  ++gpus_alive_;
+  // A batch is taken when there is room in flight and either a full batch is
+  // ready, or no more can come soon (the source is done or waits for room).
+  auto can_submit = [&] {
+    return gpu_eligible_ && !ready_.empty() && flight.size() < depth &&
+           (ready_bytes_ >= target || source_done_ || reader_blocked_ || flight.empty());
+  };
+  auto fault = [&](const Status& st, const std::string& thrown, std::vector<Chunk> extra) {
+    std::uint64_t back = extra.size();
+    for (const Batch& b : flight) {
+      extra.insert(extra.end(), b.chunks.begin(), b.chunks.end());
+      back += b.chunks.size();
+    }
+    const double now = since_start(Clock::now());
+    for (const Batch& b : flight) {
+      spans.push_back(Span{b.chunks.front().index, b.chunks.size(), since_start(b.submitted), now, true});
+    }
+    gpu_in_hand_ -= back;
+    hand_back(extra);
+    std::string w = "GPU " + std::to_string(gpu) + ": " + (thrown.empty() ? st.to_string() : "threw " + thrown) +
+                    "; stopped after " + std::to_string(chunks_done) + " chunks and handed " + std::to_string(back) +
+                    " chunk" + (back == 1 ? "" : "s") + " back to the CPU";
+    m_.warnings.push_back(std::move(w));
+    flight.clear();
+    lk.unlock();
+    try {
+      queue.abandon();
+    } catch (...) {
+    }
+    lk.lock();
+  };
+  auto guarded = [](auto&& call, std::string* thrown) {
+    try {
+      return call();
+    } catch (const std::exception& e) {
+      *thrown = e.what();
+    } catch (...) {
+      *thrown = "an exception";
+    }
+    return Status(StatusCode::device_error);
+  };
+
   for (;;) {
     const auto w0 = Clock::now();
     work_cv_.wait(lk, [&] {
-      return stop_ || (gpu_eligible_ && !ready_.empty()) || (source_done_ && (ready_.empty() || !gpu_eligible_));
+      return stop_ || can_submit() || !flight.empty() || (source_done_ && (ready_.empty() || !gpu_eligible_));
     });
     m_.gpu.queue_wait_seconds += seconds(Clock::now() - w0);
-    if (stop_ || !gpu_eligible_ || ready_.empty()) break;
-    const Chunk chunk = ready_.front();
-    ready_.pop_front();
-    ++gpu_in_hand_;
-    ChunkOutput out = take_spare();
-    lk.unlock();
-
-    const auto t0 = Clock::now();
-    Status st;
-    std::string thrown;
-    try {
-      st = work_.gpu(gpu, chunk, &out);
-    } catch (const std::exception& e) {
-      st = Status(StatusCode::device_error);
-      thrown = e.what();
-    } catch (...) {
-      st = Status(StatusCode::device_error);
-      thrown = "an exception";
-    }
-    const auto t1 = Clock::now();
-    const bool fault = is_device_fault(st);
-    spans.push_back(Span{chunk.index, since_start(t0), since_start(t1), fault});
-
-    lk.lock();
-    --gpu_in_hand_;
-    if (fault) {
-      m_.gpu.busy_seconds += seconds(t1 - t0);
-      if (!stop_) {
-        returned_.insert(std::upper_bound(returned_.begin(), returned_.end(), chunk,
-                                          [](const Chunk& a, const Chunk& b) { return a.index < b.index; }),
-                         chunk);
-        cpu_enabled_ = true;
-        work_cv_.notify_all();
+    if (stop_) break;
+    if (can_submit()) {
+      Batch b;
+      while (!ready_.empty() && (b.chunks.empty() || b.bytes + ready_.front().data.size() <= target)) {
+        b.chunks.push_back(pop_ready());
+        b.bytes += b.chunks.back().data.size();
       }
-      std::string w = "GPU " + std::to_string(gpu) + ": " + (thrown.empty() ? st.to_string() : "threw " + thrown) +
-                      "; stopped after " + std::to_string(chunks_done) + " chunks and handed 1 chunk back to the CPU";
-      m_.warnings.push_back(std::move(w));
+      gpu_in_hand_ += b.chunks.size();
+      work_cv_.notify_all();  // the CPU workers' end-of-input rule looks at the ready queue
+      lk.unlock();
+      b.submitted = Clock::now();
+      std::string thrown;
+      const Status st = guarded([&] { return queue.submit(b.chunks); }, &thrown);
+      lk.lock();
+      if (is_device_fault(st)) {
+        fault(st, thrown, b.chunks);
+        break;
+      }
+      if (!st.ok()) {
+        fail(st);
+        break;
+      }
+      flight.push_back(std::move(b));
+      continue;
+    }
+    if (flight.empty()) break;  // the source is done and nothing is left for the GPU
+
+    Batch& b = flight.front();
+    outs.resize(b.chunks.size());
+    for (ChunkOutput& o : outs) o = take_spare();
+    lk.unlock();
+    GpuTimes times;
+    std::string thrown;
+    const Status st = guarded([&] { return queue.complete(outs, &times); }, &thrown);
+    const auto t1 = Clock::now();
+    lk.lock();
+    if (is_device_fault(st)) {
+      fault(st, thrown, {});
       break;
     }
     if (!st.ok()) {
@@ -260,12 +384,38 @@ void Run::gpu_worker(std::size_t slot, int gpu) {
       break;
     }
     if (stop_) break;
-    ++chunks_done;
-    finish(WorkerKind::gpu, chunk, std::move(out), seconds(t1 - t0));
-    if (source_done_ && gpu_in_hand_ == 0) work_cv_.notify_all();  // the CPU workers may be done
+    spans.push_back(Span{b.chunks.front().index, b.chunks.size(), since_start(b.submitted), since_start(t1), false});
+    const double span = seconds(t1 - std::max(b.submitted, last_done));
+    last_done = t1;
+    if (span > 0) {
+      const double r = ewma(rate, static_cast<double>(b.bytes) / span, opt_.ewma_alpha);
+      gpu_rate_ += r - rate;
+      rate = r;
+      m_.gpu.ewma_bytes_per_second = ewma(m_.gpu.ewma_bytes_per_second, static_cast<double>(b.bytes) / span,
+                                          opt_.ewma_alpha);
+    }
+    m_.gpu_transfer_seconds += times.transfer_seconds;
+    m_.gpu_kernel_seconds += times.kernel_seconds;
+    m_.gpu_batches += 1;
+    for (std::size_t i = 0; i < b.chunks.size(); ++i) finish(WorkerKind::gpu, b.chunks[i], std::move(outs[i]));
+    chunks_done += b.chunks.size();
+    gpu_in_hand_ -= b.chunks.size();
+    flight.pop_front();
+    if (source_done_) work_cv_.notify_all();  // the CPU workers may be done, or may take the tail
   }
+  if (!flight.empty()) {  // the run stopped with batches in flight
+    lk.unlock();
+    try {
+      queue.abandon();
+    } catch (...) {
+    }
+    lk.lock();
+    for (const Batch& b : flight) gpu_in_hand_ -= b.chunks.size();
+  }
+  gpu_rate_ -= rate;
+  --gpus_alive_;
   gpu_alive_seconds_ += seconds(Clock::now() - born);
-  if (source_done_ && gpu_in_hand_ == 0) work_cv_.notify_all();
+  work_cv_.notify_all();
 }
 
 void Run::writer() {
@@ -281,7 +431,7 @@ void Run::writer() {
     if (it == done_.end()) return;  // everything written
     Done d = std::move(it->second);
     done_.erase(it);
-    const std::size_t out_size = d.out.bytes.size();
+    const std::size_t out_size = d.out.size();
     lk.unlock();
 
     Status st;
@@ -305,24 +455,81 @@ void Run::writer() {
   }
 }
 
+// A known input of at most one chunk on the CPU: no threads to start.
+Status Run::run_inline() {
+  std::uint64_t index = 0;
+  ChunkOutput out;
+  for (;;) {
+    SourceChunk next;
+    bool end = false;
+    if (Status st = work_.source(&next, &end); !st.ok()) return st;
+    if (end) break;
+    if (next.data.size() > opt_.chunk_size) {
+      return Status(StatusCode::invalid_argument, "the source returned a chunk larger than chunk_size");
+    }
+    const Chunk chunk{index++, m_.bytes_in, next.data, next.note};
+    out.clear();
+    const auto t0 = Clock::now();
+    if (Status st = work_.cpu(chunk, &out); !st.ok()) return st;
+    const auto t1 = Clock::now();
+    m_.timeline[0].spans.push_back(Span{chunk.index, 1, since_start(t0), since_start(t1), false});
+    m_.cpu.busy_seconds += seconds(t1 - t0);
+    m_.cpu.chunks += 1;
+    m_.cpu.bytes_in += chunk.data.size();
+    m_.cpu.bytes_out += out.size();
+    const std::size_t out_size = out.size();
+    if (Status st = work_.sink(chunk, std::move(out)); !st.ok()) return st;
+    m_.chunks += 1;
+    m_.bytes_in += chunk.data.size();
+    m_.bytes_out += out_size;
+  }
+  if (m_.cpu.busy_seconds > 0) {
+    m_.cpu.ewma_bytes_per_second = static_cast<double>(m_.cpu.bytes_in) / m_.cpu.busy_seconds;
+  }
+  return {};
+}
+
 Status Run::go() {
-  const int cpu_workers = detail::effective_threads(opt_.cpu_workers);
-  int gpu_workers = opt_.policy == Policy::cpu ? 0 : opt_.gpu_workers;
+  const bool known = opt_.input_size != kUnknownSize;
+  int gpu_workers = opt_.policy == Policy::cpu ? 0 : static_cast<int>(work_.gpus.size());
   if (opt_.policy == Policy::automatic) {
-    const bool known_small = opt_.input_size != kUnknownSize && opt_.input_size < opt_.cpu_only_below;
-    if (known_small) gpu_workers = 0;
-    gpu_eligible_ = opt_.cpu_only_below == 0 ||
-                    (opt_.input_size != kUnknownSize && opt_.input_size >= opt_.cpu_only_below);
+    if (known && opt_.input_size < opt_.cpu_only_below) gpu_workers = 0;
+    gpu_eligible_ = opt_.cpu_only_below == 0 || (known && opt_.input_size >= opt_.cpu_only_below);
   } else if (opt_.policy == Policy::gpu) {
     gpu_eligible_ = true;
     cpu_enabled_ = gpu_workers == 0;
-    if (gpu_workers == 0) m_.warnings.emplace_back("policy gpu, but no GPU workers: the CPU workers ran the input");
+    if (gpu_workers == 0) m_.warnings.emplace_back("policy gpu, but no GPU: the CPU workers ran the input");
   }
-  spare_limit_ = static_cast<std::size_t>(cpu_workers + gpu_workers) + 1;
+  int cpu_workers = opt_.cpu_workers;
+  if (cpu_workers == 0) cpu_workers = std::max(1, hardware_threads() - gpu_workers);
+  if (known) {
+    const std::uint64_t chunks = std::max<std::uint64_t>(1, (opt_.input_size + opt_.chunk_size - 1) / opt_.chunk_size);
+    cpu_workers = static_cast<int>(std::min<std::uint64_t>(static_cast<std::uint64_t>(cpu_workers), chunks));
+  }
+  cpu_count_ = cpu_workers;
+  gpu_count_ = gpu_workers;
+  m_.cpu_workers = cpu_workers;
+  m_.gpu_workers = gpu_workers;
+  spare_limit_ = static_cast<std::size_t>(cpu_workers) * 2 + 2;
+  limit_ = opt_.max_in_flight_bytes;
+  if (limit_ == 0) {
+    limit_ = std::uint64_t{4} * static_cast<std::uint64_t>(cpu_workers) * opt_.chunk_size;
+    for (int g = 0; g < gpu_workers; ++g) {
+      const GpuQueue& q = *work_.gpus[static_cast<std::size_t>(g)];
+      limit_ += 2 * static_cast<std::uint64_t>(std::max(1, q.depth()) + 1) *
+                std::max<std::uint64_t>(q.batch_bytes(), opt_.chunk_size);
+    }
+  }
 
   m_.timeline.clear();
   for (int i = 0; i < cpu_workers; ++i) m_.timeline.push_back(WorkerTimeline{WorkerKind::cpu, i, {}});
   for (int g = 0; g < gpu_workers; ++g) m_.timeline.push_back(WorkerTimeline{WorkerKind::gpu, g, {}});
+
+  if (gpu_workers == 0 && known && opt_.input_size <= opt_.chunk_size) {
+    const Status st = run_inline();
+    m_.wall_seconds = seconds(Clock::now() - start_);
+    return st;
+  }
 
   std::vector<std::thread> threads;
   threads.reserve(m_.timeline.size() + 1);
@@ -342,6 +549,9 @@ Status Run::go() {
   // Every thread is joined: the state is ours alone.
   m_.wall_seconds = seconds(Clock::now() - start_);
   m_.queue_wait_seconds = m_.cpu.queue_wait_seconds + m_.gpu.queue_wait_seconds;
+  for (const WorkerTimeline& t : m_.timeline) {
+    if (t.kind == WorkerKind::gpu) m_.gpu.busy_seconds += union_seconds(t.spans);
+  }
   m_.gpu_idle_seconds = std::max(0.0, gpu_alive_seconds_ - m_.gpu.busy_seconds);
   if (exception_) std::rethrow_exception(exception_);
   return error_;
@@ -356,29 +566,46 @@ Status run(const SchedulerOptions& options, const Work& work, RunMetrics* metric
   if (!work.source || !work.cpu || !work.sink) {
     return Status(StatusCode::invalid_argument, "the scheduler needs a source, a CPU function and a sink");
   }
-  if (options.policy != Policy::cpu && options.gpu_workers > 0 && !work.gpu) {
-    return Status(StatusCode::invalid_argument, "GPU workers without a GPU function");
+  for (const GpuQueue* q : work.gpus) {
+    if (!q) return Status(StatusCode::invalid_argument, "a null GPU queue");
   }
-  if (options.cpu_workers < 0 || options.gpu_workers < 0 || options.chunk_size == 0 ||
-      options.max_in_flight_bytes == 0 || !(options.ewma_alpha > 0 && options.ewma_alpha <= 1)) {
+  if (options.cpu_workers < 0 || options.chunk_size == 0 || !(options.ewma_alpha > 0 && options.ewma_alpha <= 1)) {
     return Status(StatusCode::invalid_argument, "bad scheduler options");
   }
   Run r(options, work, m);
   return r.go();
 }
 
-std::function<Status(std::span<const std::uint8_t>*, bool*)> memory_source(std::span<const std::uint8_t> input,
-                                                                             std::size_t chunk_size) {
-  return [input, chunk_size, pos = std::size_t{0}](std::span<const std::uint8_t>* data, bool* end) mutable {
+std::function<Status(SourceChunk*, bool*)> memory_source(std::span<const std::uint8_t> input, std::size_t chunk_size) {
+  return [input, chunk_size, pos = std::size_t{0}](SourceChunk* next, bool* end) mutable {
     if (chunk_size == 0) return Status(StatusCode::invalid_argument, "chunk size 0");
     *end = pos == input.size();
     if (!*end) {
       const std::size_t n = std::min(chunk_size, input.size() - pos);
-      *data = input.subspan(pos, n);
+      next->data = input.subspan(pos, n);
       pos += n;
     }
     return Status();
   };
+}
+
+Status SyncGpuQueue::submit(std::span<const Chunk> chunks) {
+  pending_.insert(pending_.end(), chunks.begin(), chunks.end());
+  return {};
+}
+
+Status SyncGpuQueue::complete(std::span<ChunkOutput> outs, GpuTimes* times) {
+  if (outs.size() > pending_.size()) return Status(StatusCode::invalid_argument, "complete without a batch");
+  const auto t0 = Clock::now();
+  for (std::size_t i = 0; i < outs.size(); ++i) {
+    if (Status st = fn_(pending_[i], &outs[i]); !st.ok()) {
+      pending_.erase(pending_.begin(), pending_.begin() + static_cast<std::ptrdiff_t>(i + 1));
+      return st;
+    }
+  }
+  pending_.erase(pending_.begin(), pending_.begin() + static_cast<std::ptrdiff_t>(outs.size()));
+  if (times) times->kernel_seconds = seconds(Clock::now() - t0);
+  return {};
 }
 
 }  // namespace tandem::sched

@@ -2,30 +2,41 @@
 // workers and one worker per GPU at once, written back in input order.
 //
 // It knows nothing of codecs. A run pulls chunks from a source on the calling
-// thread into a ready queue; each worker thread takes the chunk at the front
-// when it is free (so faster workers simply take more chunks), runs the
-// caller's CPU or GPU function on it, and leaves the output for a writer
-// thread, which hands outputs to the sink strictly in chunk order.
+// thread into a ready queue; each CPU worker thread takes the chunk at the
+// front when it is free (so faster workers simply take more chunks) and runs
+// the caller's CPU function on it. Each GPU worker thread drives a GpuQueue:
+// it takes a batch of chunks from the front (about the queue's batch_bytes),
+// submits it without waiting, and keeps up to the queue's depth of batches in
+// flight, so that the copies and kernels of consecutive batches overlap; it
+// collects the oldest batch when it can submit no more. A writer thread hands
+// outputs to the sink strictly in chunk order.
 //
 // Backpressure: the bytes held (input of chunks pulled and not yet written,
 // plus output of chunks done and not yet written) are bounded. A chunk is
 // pulled only while held + chunk_size <= max_in_flight_bytes, or when nothing
 // is held, so a chunk larger than the limit goes through alone.
 //
-// GPU faults: when the GPU function returns device_error or no_device, or
-// throws, that GPU worker stops for the rest of the run and its chunk goes
-// back, ahead of the queue, to the CPU workers, which from then on take
-// chunks whatever the policy. The run records one warning per failed GPU and
-// still writes every chunk. Any other error, from a work function, the source
-// or the sink, stops the run: every thread is joined and the first error is
-// returned. An exception from the source, the CPU function or the sink also
-// stops the run and is rethrown by run() after the join.
+// The end of the input: once the source is done, a CPU worker takes a chunk
+// only when it would finish it (at its smoothed rate) before the GPU workers
+// would finish the whole ready queue (at theirs), so a slow CPU chunk does not
+// hold up the last output while the GPU idles.
+//
+// GPU faults: when a GpuQueue's submit or complete returns device_error or
+// no_device, or throws, that GPU worker abandons its queue and stops for the
+// rest of the run, and every chunk it held goes back, ahead of the queue, to
+// the CPU workers, which from then on take chunks whatever the policy. The
+// run records one warning per failed GPU and still writes every chunk. Any
+// other error, from a work function, the source or the sink, stops the run:
+// every thread is joined and the first error is returned. An exception from
+// the source, the CPU function or the sink also stops the run and is rethrown
+// by run() after the join.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <limits>
+#include <memory>
 #include <span>
 #include <string>
 #include <vector>
@@ -39,37 +50,90 @@ inline constexpr std::uint64_t kUnknownSize = std::numeric_limits<std::uint64_t>
 
 // A piece of the input. index counts chunks from 0 in input order; offset is
 // the position of data[0] in the stream. data is the source's memory and
-// stays valid until the sink has returned for this chunk.
+// stays valid until the sink has returned for this chunk; so does note.
 struct Chunk {
   std::uint64_t index = 0;
   std::uint64_t offset = 0;
   std::span<const std::uint8_t> data;
+  const void* note = nullptr;  // the source's, for the work functions and the sink
 };
 
-// What a work function produced for one chunk. A work function receives it
-// empty (bytes.size() == 0), possibly with capacity left from an earlier
-// chunk, and appends or resizes as it likes.
+// What the source returns for the next chunk.
+struct SourceChunk {
+  std::span<const std::uint8_t> data;
+  const void* note = nullptr;
+};
+
+// What a work function produced for one chunk: bytes it owns, or a view of
+// memory that `keep` holds (a pinned buffer of a GPU pool, say) or that the
+// caller owns. A work function receives it empty, possibly with capacity
+// left in `bytes` from an earlier chunk.
 struct ChunkOutput {
   std::vector<std::uint8_t> bytes;
+  std::span<const std::uint8_t> view;  // when view.data() is set, the output is view
+  std::shared_ptr<const void> keep;
+
+  std::span<const std::uint8_t> data() const {
+    return view.data() ? view : std::span<const std::uint8_t>(bytes);
+  }
+  std::size_t size() const { return data().size(); }
+  void set_view(std::span<const std::uint8_t> v, std::shared_ptr<const void> k = {}) {
+    view = v;
+    keep = std::move(k);
+  }
+  // Empty again; bytes keep their capacity, a view's memory is let go.
+  void clear() {
+    bytes.clear();
+    view = {};
+    keep.reset();
+  }
 };
 
 enum class Policy {
-  cpu,        // CPU workers only; the GPU function is never called
+  cpu,        // CPU workers only; the GPU queues are never used
   gpu,        // GPU workers only; the CPU workers step in after a GPU fault,
-              // or for the whole run when there are no GPU workers
+              // or for the whole run when there are no GPU queues
   automatic,  // both; inputs under cpu_only_below go to the CPU only
 };
 
 enum class WorkerKind { cpu, gpu };
 
+// Device time of one batch, as the queue measured it.
+struct GpuTimes {
+  double transfer_seconds = 0;  // copies both ways
+  double kernel_seconds = 0;
+};
+
+// A GPU worker's device. Its calls come from that worker's thread only.
+class GpuQueue {
+ public:
+  virtual ~GpuQueue() = default;
+  // Batches in flight at most (at least 1).
+  virtual int depth() const = 0;
+  // Input bytes per batch that keep the device busy; batches are cut to about
+  // this (at least one chunk each).
+  virtual std::size_t batch_bytes() const = 0;
+  // Starts work on a batch of consecutive chunks; may return before it is done.
+  virtual Status submit(std::span<const Chunk> chunks) = 0;
+  // Finishes the oldest batch submitted: outs[i] for its chunk i (outs has
+  // the batch's size). A non-device error fails the run.
+  virtual Status complete(std::span<ChunkOutput> outs, GpuTimes* times) = 0;
+  // Forgets every batch in flight (after a fault, or when the run stops).
+  virtual void abandon() = 0;
+};
+
 struct SchedulerOptions {
   Policy policy = Policy::automatic;
-  int cpu_workers = 0;  // 0: one per hardware thread
-  int gpu_workers = 0;  // GPU workers, numbered 0..gpu_workers-1; 0 when there is no GPU
+  // 0: one per hardware thread, less one per GPU worker that runs (its thread
+  // feeds the device). Never more than the input has chunks, when its size is known.
+  int cpu_workers = 0;
   // The most bytes the source returns per chunk (it is an error to return
   // more): the scheduler pulls a chunk only when this much room is left.
   std::size_t chunk_size = kDefaultChunkSize;
-  std::size_t max_in_flight_bytes = std::size_t{64} << 20;  // > 0; see the backpressure rule above
+  // > 0; see the backpressure rule above. 0: enough for every worker to hold
+  // its work with the next waiting (4 chunks per CPU worker, twice depth + 1
+  // batches per GPU worker).
+  std::size_t max_in_flight_bytes = 0;
   // automatic: the GPU takes chunks only once the input is known to be at
   // least this large, from input_size or from the bytes read so far. Below
   // it, the transfers and the launch cost more than the CPU needs.
@@ -79,16 +143,16 @@ struct SchedulerOptions {
 };
 
 // The caller's functions. The source and the sink are called on one thread at
-// a time; the CPU and GPU functions on several at once (one call per worker
-// thread at a time, so thread_local state in them is per worker).
+// a time; the CPU function on several at once (one call per worker thread at
+// a time, so thread_local state in it is per worker).
 struct Work {
-  // Next chunk's bytes into *data (at most chunk_size; may be empty), or
-  // *end = true when the input is done. Called on the thread that called run().
-  std::function<Status(std::span<const std::uint8_t>* data, bool* end)> source;
+  // The next chunk (data at most chunk_size bytes; may be empty), or *end =
+  // true when the input is done. Called on the thread that called run().
+  std::function<Status(SourceChunk* next, bool* end)> source;
   std::function<Status(const Chunk& chunk, ChunkOutput* out)> cpu;  // required
-  // Required when gpu_workers > 0 and the policy is not cpu. gpu is the
-  // worker's number. device_error and no_device mean "this GPU is gone".
-  std::function<Status(int gpu, const Chunk& chunk, ChunkOutput* out)> gpu;
+  // One GPU worker per queue, numbered by position (unused under Policy::cpu).
+  // The caller owns them; they outlive the run.
+  std::vector<GpuQueue*> gpus;
   // Called in chunk index order, each chunk exactly once, on the writer thread.
   std::function<Status(const Chunk& chunk, ChunkOutput&& out)> sink;
 };
@@ -98,19 +162,24 @@ struct KindMetrics {
   std::uint64_t chunks = 0;     // chunks done (a chunk handed back counts where it was redone)
   std::uint64_t bytes_in = 0;
   std::uint64_t bytes_out = 0;
-  double busy_seconds = 0;        // in the work function, summed over the workers
+  // CPU: in the work function, summed over the workers. GPU: time with at
+  // least one batch in flight, summed over the GPU workers.
+  double busy_seconds = 0;
   double queue_wait_seconds = 0;  // waiting for a chunk, summed over the workers
-  // One worker's rate, input bytes per busy second, smoothed over its chunks
-  // with ewma_alpha; 0 before the first chunk.
+  // Input bytes per busy second of one worker, smoothed over its chunks (CPU)
+  // or batches (GPU, where a batch's time runs from the later of its submit
+  // and the previous completion) with ewma_alpha; 0 before the first.
   double ewma_bytes_per_second = 0;
 };
 
-// One call of a work function, in seconds from the start of the run.
+// One call of a work function (CPU) or one batch from submit to completion
+// (GPU), in seconds from the start of the run.
 struct Span {
-  std::uint64_t chunk = 0;
+  std::uint64_t chunk = 0;   // the first chunk
+  std::uint64_t chunks = 1;  // how many
   double start_seconds = 0;
   double end_seconds = 0;
-  bool handed_back = false;  // a GPU fault: the chunk went to the CPU workers
+  bool handed_back = false;  // a GPU fault: the chunks went to the CPU workers
 };
 
 struct WorkerTimeline {
@@ -125,13 +194,18 @@ struct RunMetrics {
   std::uint64_t chunks = 0;  // written to the sink
   std::uint64_t bytes_in = 0;
   std::uint64_t bytes_out = 0;
+  std::uint64_t gpu_batches = 0;
   double wall_seconds = 0;
-  double queue_wait_seconds = 0;   // cpu + gpu
-  double gpu_idle_seconds = 0;     // GPU workers alive but not in the GPU function, summed
-  double read_wait_seconds = 0;    // the source side waiting for room (backpressure)
-  double writer_wait_seconds = 0;  // the writer waiting for the next chunk in order
-  std::vector<std::string> warnings;       // GPU faults, a policy that could not be followed
-  std::vector<WorkerTimeline> timeline;    // one entry per worker thread started
+  double queue_wait_seconds = 0;     // cpu + gpu
+  double gpu_idle_seconds = 0;       // GPU workers alive with no batch in flight, summed
+  double gpu_transfer_seconds = 0;   // device copies both ways, as the queues measured them
+  double gpu_kernel_seconds = 0;
+  double read_wait_seconds = 0;      // the source side waiting for room (backpressure)
+  double writer_wait_seconds = 0;    // the writer waiting for the next chunk in order
+  int cpu_workers = 0;               // worker threads started
+  int gpu_workers = 0;
+  std::vector<std::string> warnings;     // GPU faults, a policy that could not be followed
+  std::vector<WorkerTimeline> timeline;  // one entry per worker thread started
 };
 
 // Runs the whole stream through the workers. Returns ok when the source ended
@@ -142,7 +216,23 @@ Status run(const SchedulerOptions& options, const Work& work, RunMetrics* metric
 
 // A source over memory: chunks of chunk_size bytes (the last one shorter),
 // none for an empty input. input must outlive the run.
-std::function<Status(std::span<const std::uint8_t>*, bool*)> memory_source(std::span<const std::uint8_t> input,
-                                                                             std::size_t chunk_size);
+std::function<Status(SourceChunk*, bool*)> memory_source(std::span<const std::uint8_t> input, std::size_t chunk_size);
+
+// A GpuQueue over a function that does one chunk at a time, synchronously
+// (depth 1, batches of one chunk): for tests and simple devices.
+class SyncGpuQueue final : public GpuQueue {
+ public:
+  using Fn = std::function<Status(const Chunk& chunk, ChunkOutput* out)>;
+  explicit SyncGpuQueue(Fn fn) : fn_(std::move(fn)) {}
+  int depth() const override { return 1; }
+  std::size_t batch_bytes() const override { return 1; }
+  Status submit(std::span<const Chunk> chunks) override;
+  Status complete(std::span<ChunkOutput> outs, GpuTimes* times) override;
+  void abandon() override { pending_.clear(); }
+
+ private:
+  Fn fn_;
+  std::vector<Chunk> pending_;
+};
 
 }  // namespace tandem::sched

@@ -7,9 +7,12 @@
 // failed GPU; other errors are returned and nothing hangs; the in-flight
 // bound holds; the metrics add up. No timing is asserted.
 #include <algorithm>
+#include <deque>
+#include <future>
 #include <atomic>
 #include <chrono>
 #include <cstring>
+#include <memory>
 #include <mutex>
 #include <random>
 #include <set>
@@ -61,9 +64,17 @@ struct Harness {
     input = tandem::test::random_bytes(total, 7);
   }
 
-  Work work() {
+  // gpus: how many GPU workers, each a SyncGpuQueue over the fake GPU function.
+  Work work(int gpus = 0) {
     Work w;
-    w.source = [this](std::span<const std::uint8_t>* data, bool* end) {
+    queues.clear();
+    for (int g = 0; g < gpus; ++g) {
+      queues.push_back(std::make_unique<SyncGpuQueue>(
+          [this, g](const Chunk& c, ChunkOutput* out) { return gpu_work(g, c, out); }));
+      w.gpus.push_back(queues.back().get());
+    }
+    w.source = [this](SourceChunk* next, bool* end) {
+      std::span<const std::uint8_t>* data = &next->data;
       if (source_hook) {
         const Status s = source_hook(next_source);
         if (!s.ok()) return s;
@@ -87,23 +98,6 @@ struct Harness {
       transform(c, out);
       return Status();
     };
-    w.gpu = [this](int gpu, const Chunk& c, ChunkOutput* out) {
-      gpu_calls += 1;
-      if (gpu_hook) {
-        const Status s = gpu_hook(gpu, c);
-        if (!s.ok()) {
-          if (s.code == StatusCode::device_error || s.code == StatusCode::no_device) {
-            std::lock_guard lk(mu);
-            failed_gpus.insert(gpu);
-          }
-          return s;
-        }
-      }
-      if (!out->bytes.empty()) bad_output_buffer = true;
-      sleep_sometimes(c.index, 2, 8, 2000);
-      transform(c, out);
-      return Status();
-    };
     w.sink = [this](const Chunk& c, ChunkOutput&& out) {
       if (in_sink.exchange(true)) sink_overlap = true;
       bytes_in_flight -= static_cast<std::int64_t>(c.data.size());
@@ -117,6 +111,24 @@ struct Harness {
     return w;
   }
 
+  Status gpu_work(int gpu, const Chunk& c, ChunkOutput* out) {
+    gpu_calls += 1;
+    if (gpu_hook) {
+      const Status s = gpu_hook(gpu, c);
+      if (!s.ok()) {
+        if (s.code == StatusCode::device_error || s.code == StatusCode::no_device) {
+          std::lock_guard lk(mu);
+          failed_gpus.insert(gpu);
+        }
+        return s;
+      }
+    }
+    if (out->size() != 0) bad_output_buffer = true;
+    sleep_sometimes(c.index, 2, 8, 2000);
+    transform(c, out);
+    return Status();
+  }
+
   void check(const Chunk& c, const ChunkOutput& out) {
     if (c.index != written || c.offset != written_bytes || c.data.data() != input.data() + c.offset ||
         c.data.size() != sizes[c.index]) {
@@ -124,10 +136,11 @@ struct Harness {
     }
     ChunkOutput expect;
     transform(c, &expect);
-    if (expect.bytes != out.bytes) output_ok = false;
+    const auto got = out.data();
+    if (!std::equal(expect.bytes.begin(), expect.bytes.end(), got.begin(), got.end())) output_ok = false;
     written += 1;
     written_bytes += c.data.size();
-    output_bytes += out.bytes.size();
+    output_bytes += got.size();
   }
 
   // Complete and in order, and the metrics say so.
@@ -157,6 +170,7 @@ struct Harness {
 
   std::vector<std::size_t> sizes;
   Bytes input;
+  std::vector<std::unique_ptr<SyncGpuQueue>> queues;
   std::size_t next_source = 0, source_pos = 0;
   std::function<Status(std::size_t)> source_hook;
   std::function<Status(const Chunk&)> cpu_hook;
@@ -179,11 +193,10 @@ std::vector<std::size_t> small_chunks(std::size_t n = 1000) {
   return sizes;
 }
 
-SchedulerOptions options(Policy policy, int cpu, int gpu) {
+SchedulerOptions options(Policy policy, int cpu) {
   SchedulerOptions o;
   o.policy = policy;
   o.cpu_workers = cpu;
-  o.gpu_workers = gpu;
   o.chunk_size = 64;
   o.max_in_flight_bytes = 4096;
   o.cpu_only_below = 0;
@@ -202,7 +215,7 @@ TEST(SchedulerTest, EveryPolicyWritesEveryChunkInOrder) {
                        " chunks " + std::to_string(sizes.size()));
           Harness h(sizes);
           RunMetrics m;
-          ASSERT_TRUE(run(options(policy, cpu, gpu), h.work(), &m).ok());
+          ASSERT_TRUE(run(options(policy, cpu), h.work(gpu), &m).ok());
           h.expect_complete(m);
           EXPECT_EQ(m.gpu.chunks, static_cast<std::uint64_t>(h.gpu_calls.load()));
           EXPECT_EQ(m.cpu.chunks, static_cast<std::uint64_t>(h.cpu_calls.load()));
@@ -244,7 +257,7 @@ TEST(SchedulerTest, GpuFaultHandsTheChunkToTheCpu) {
             return Status(fault == Fault::no_device ? StatusCode::no_device : StatusCode::device_error, "injected");
           };
           RunMetrics m;
-          ASSERT_TRUE(run(options(policy, 2, gpus), h.work(), &m).ok());
+          ASSERT_TRUE(run(options(policy, 2), h.work(gpus), &m).ok());
           h.expect_complete(m);
           EXPECT_EQ(m.warnings.size(), h.failed_gpus.size());
           for (const int g : h.failed_gpus) {
@@ -274,7 +287,7 @@ TEST(SchedulerTest, WorkErrorsAreReturned) {
         h.cpu_hook = [k](const Chunk& c) { return c.index == k ? Status(StatusCode::bad_data, "x") : Status(); };
         // automatic may give chunk k to a GPU; the CPU must fail on it then.
         h.gpu_hook = [k](int, const Chunk& c) { return c.index == k ? Status(StatusCode::bad_data) : Status(); };
-        EXPECT_EQ(run(options(policy, 2, 2), h.work(), nullptr).code, StatusCode::bad_data);
+        EXPECT_EQ(run(options(policy, 2), h.work(2), nullptr).code, StatusCode::bad_data);
         EXPECT_TRUE(h.in_order);
         EXPECT_TRUE(h.output_ok);
         EXPECT_LE(h.written, k);
@@ -283,14 +296,14 @@ TEST(SchedulerTest, WorkErrorsAreReturned) {
         Harness h(small_chunks(n));
         h.sink_hook = [k](const Chunk& c) { return c.index == k ? Status(StatusCode::io_error) : Status(); };
         RunMetrics m;
-        EXPECT_EQ(run(options(policy, 2, 2), h.work(), &m).code, StatusCode::io_error);
+        EXPECT_EQ(run(options(policy, 2), h.work(2), &m).code, StatusCode::io_error);
         EXPECT_EQ(h.written, k);
         EXPECT_EQ(m.chunks, k);
       }
       {
         Harness h(small_chunks(n));
         h.source_hook = [k](std::size_t i) { return i == k ? Status(StatusCode::truncated) : Status(); };
-        EXPECT_EQ(run(options(policy, 2, 2), h.work(), nullptr).code, StatusCode::truncated);
+        EXPECT_EQ(run(options(policy, 2), h.work(2), nullptr).code, StatusCode::truncated);
         EXPECT_LE(h.written, k);
       }
     }
@@ -307,7 +320,7 @@ TEST(SchedulerTest, ExceptionsFromTheCpuSideAreRethrown) {
     if (where == 0) h.source_hook = [&](std::size_t i) { return boom(i); };
     if (where == 1) h.cpu_hook = [&](const Chunk& c) { return boom(c.index); };
     if (where == 2) h.sink_hook = [&](const Chunk& c) { return boom(c.index); };
-    EXPECT_THROW(run(options(Policy::cpu, 2, 0), h.work(), nullptr), std::runtime_error) << where;
+    EXPECT_THROW(run(options(Policy::cpu, 2), h.work(), nullptr), std::runtime_error) << where;
   }
 }
 
@@ -315,10 +328,10 @@ TEST(SchedulerTest, InFlightBytesStayUnderTheLimit) {
   for (const Policy policy : {Policy::cpu, Policy::gpu, Policy::automatic}) {
     SCOPED_TRACE(name(policy));
     Harness h(small_chunks());
-    SchedulerOptions o = options(policy, 2, 2);
+    SchedulerOptions o = options(policy, 2);
     o.max_in_flight_bytes = 256;
     RunMetrics m;
-    ASSERT_TRUE(run(o, h.work(), &m).ok());
+    ASSERT_TRUE(run(o, h.work(2), &m).ok());
     h.expect_complete(m);
     EXPECT_LE(h.max_bytes.load(), 256);
     EXPECT_GE(h.max_bytes.load(), 1);
@@ -327,7 +340,7 @@ TEST(SchedulerTest, InFlightBytesStayUnderTheLimit) {
     Harness big(std::vector<std::size_t>(20, 3000));
     o.chunk_size = 4096;
     o.max_in_flight_bytes = 1000;
-    ASSERT_TRUE(run(o, big.work(), &m).ok());
+    ASSERT_TRUE(run(o, big.work(2), &m).ok());
     big.expect_complete(m);
     EXPECT_EQ(big.max_chunks.load(), 1);
   }
@@ -336,11 +349,11 @@ TEST(SchedulerTest, InFlightBytesStayUnderTheLimit) {
 TEST(SchedulerTest, SmallInputsStayOnTheCpuUnderAutomatic) {
   for (const bool size_known : {false, true}) {
     Harness h(small_chunks());
-    SchedulerOptions o = options(Policy::automatic, 2, 2);
+    SchedulerOptions o = options(Policy::automatic, 2);
     o.cpu_only_below = h.input.size() + 1;
     if (size_known) o.input_size = h.input.size();
     RunMetrics m;
-    ASSERT_TRUE(run(o, h.work(), &m).ok());
+    ASSERT_TRUE(run(o, h.work(2), &m).ok());
     h.expect_complete(m);
     EXPECT_EQ(h.gpu_calls.load(), 0);
     EXPECT_EQ(m.gpu.chunks, 0u);
@@ -349,27 +362,27 @@ TEST(SchedulerTest, SmallInputsStayOnTheCpuUnderAutomatic) {
 
 TEST(SchedulerTest, RejectsBadOptionsAndOversizedChunks) {
   Harness h(small_chunks(10));
-  Work w = h.work();
-  SchedulerOptions o = options(Policy::automatic, 1, 1);
+  Work w = h.work(1);
+  SchedulerOptions o = options(Policy::automatic, 1);
   EXPECT_TRUE(run(o, w, nullptr).ok());
 
-  for (int i = 0; i < 5; ++i) {
+  for (int i = 0; i < 4; ++i) {
     SchedulerOptions bad = o;
     if (i == 0) bad.chunk_size = 0;
-    if (i == 1) bad.max_in_flight_bytes = 0;
-    if (i == 2) bad.ewma_alpha = 0;
+    if (i == 1) bad.ewma_alpha = 0;
+    if (i == 2) bad.ewma_alpha = 1.5;
     if (i == 3) bad.cpu_workers = -1;
-    if (i == 4) bad.gpu_workers = -1;
     EXPECT_EQ(run(bad, w, nullptr).code, StatusCode::invalid_argument) << i;
   }
-  Work no_gpu = w;
-  no_gpu.gpu = nullptr;
-  EXPECT_EQ(run(o, no_gpu, nullptr).code, StatusCode::invalid_argument);
+  Work null_gpu = w;
+  null_gpu.gpus.push_back(nullptr);
+  EXPECT_EQ(run(o, null_gpu, nullptr).code, StatusCode::invalid_argument);
+  Work no_cpu = w;
+  no_cpu.cpu = nullptr;
+  EXPECT_EQ(run(o, no_cpu, nullptr).code, StatusCode::invalid_argument);
   o.policy = Policy::cpu;
   Harness h2(small_chunks(10));
-  Work cpu_only = h2.work();
-  cpu_only.gpu = nullptr;
-  EXPECT_TRUE(run(o, cpu_only, nullptr).ok());
+  EXPECT_TRUE(run(o, h2.work(), nullptr).ok());
 
   Harness h3({10, 100, 10});  // 100 > chunk_size
   EXPECT_EQ(run(o, h3.work(), nullptr).code, StatusCode::invalid_argument);
@@ -385,29 +398,148 @@ TEST(SchedulerTest, MemorySourceCutsTheInput) {
       out->bytes.assign(c.data.begin(), c.data.end());
       return Status();
     };
-    w.gpu = [](int, const Chunk& c, ChunkOutput* out) {
+    SyncGpuQueue gpu([](const Chunk& c, ChunkOutput* out) {
       out->bytes.assign(c.data.begin(), c.data.end());
       return Status();
-    };
+    });
+    w.gpus.push_back(&gpu);
     Bytes output;
     std::uint64_t chunks = 0;
     w.sink = [&](const Chunk& c, ChunkOutput&& out) {
       EXPECT_EQ(c.index, chunks++);
       EXPECT_EQ(c.offset, output.size());
       EXPECT_LE(c.data.size(), 4096u);
-      output.insert(output.end(), out.bytes.begin(), out.bytes.end());
+      output.insert(output.end(), out.data().begin(), out.data().end());
       return Status();
     };
     SchedulerOptions o;
     o.chunk_size = 4096;
     o.cpu_workers = 2;
-    o.gpu_workers = 1;
     o.cpu_only_below = 0;
     RunMetrics m;
     ASSERT_TRUE(run(o, w, &m).ok()) << size;
     EXPECT_EQ(output, input) << size;
     EXPECT_EQ(chunks, (size + 4095) / 4096) << size;
     EXPECT_EQ(m.bytes_in, size);
+  }
+}
+
+// A GPU queue with batches in flight: submit starts the batch on a thread of
+// its own (sleeping now and then, so batches and CPU chunks finish out of
+// order) and complete waits for the oldest. Outputs are views of one buffer
+// per batch, held by `keep`. Faults: submit or complete of batch k fails.
+class PipelinedQueue final : public GpuQueue {
+ public:
+  enum class FailAt { none, submit, complete };
+  PipelinedQueue(int depth, std::size_t batch_bytes, FailAt fail_at = FailAt::none, int fail_batch = 0)
+      : depth_(depth), batch_bytes_(batch_bytes), fail_at_(fail_at), fail_batch_(fail_batch) {}
+  ~PipelinedQueue() override { abandon(); }
+  int depth() const override { return depth_; }
+  std::size_t batch_bytes() const override { return batch_bytes_; }
+  Status submit(std::span<const Chunk> chunks) override {
+    if (static_cast<int>(flight_.size()) >= depth_) overfull = true;
+    const int number = submitted_++;
+    if (fail_at_ == FailAt::submit && number == fail_batch_) {
+      failed = true;
+      return Status(StatusCode::device_error, "injected copy failure");
+    }
+    std::vector<Chunk> batch(chunks.begin(), chunks.end());
+    for (const Chunk& c : batch) max_batch_bytes = std::max<std::size_t>(max_batch_bytes, c.data.size());
+    flight_.push_back(std::async(std::launch::async, [batch, number] {
+      auto buf = std::make_shared<std::vector<Bytes>>(batch.size());
+      for (std::size_t i = 0; i < batch.size(); ++i) {
+        ChunkOutput o;
+        transform(batch[i], &o);
+        (*buf)[i] = std::move(o.bytes);
+      }
+      sleep_sometimes(static_cast<std::uint64_t>(number), 5, 3, 3000);
+      return buf;
+    }));
+    return Status();
+  }
+  Status complete(std::span<ChunkOutput> outs, GpuTimes* times) override {
+    const int number = completed_++;
+    auto buf = flight_.front().get();
+    flight_.pop_front();
+    if (fail_at_ == FailAt::complete && number == fail_batch_) {
+      failed = true;
+      return Status(StatusCode::device_error, "injected kernel failure");
+    }
+    if (outs.size() != buf->size()) return Status(StatusCode::invalid_argument, "batch size");
+    for (std::size_t i = 0; i < outs.size(); ++i) outs[i].set_view((*buf)[i], buf);
+    times->kernel_seconds = 0.001;
+    times->transfer_seconds = 0.002;
+    return Status();
+  }
+  void abandon() override {
+    for (auto& f : flight_) f.wait();
+    flight_.clear();
+  }
+
+  bool overfull = false, failed = false;
+  std::size_t max_batch_bytes = 0;
+
+ private:
+  int depth_;
+  std::size_t batch_bytes_;
+  FailAt fail_at_;
+  int fail_batch_;
+  int submitted_ = 0, completed_ = 0;
+  std::deque<std::future<std::shared_ptr<std::vector<Bytes>>>> flight_;
+};
+
+TEST(SchedulerTest, PipelinedGpuBatchesCompleteOutOfOrderAndStayInOrder) {
+  for (const Policy policy : {Policy::gpu, Policy::automatic}) {
+    for (const int depth : {1, 3}) {
+      SCOPED_TRACE(std::string(name(policy)) + " depth " + std::to_string(depth));
+      Harness h(small_chunks(2000));
+      PipelinedQueue q(depth, 300);
+      Work w = h.work();
+      w.gpus.push_back(&q);
+      RunMetrics m;
+      ASSERT_TRUE(run(options(policy, 2), w, &m).ok());
+      EXPECT_TRUE(h.in_order);
+      EXPECT_TRUE(h.output_ok);
+      EXPECT_EQ(h.written, 2000u);
+      EXPECT_EQ(m.cpu.chunks + m.gpu.chunks, 2000u);
+      EXPECT_FALSE(q.overfull);
+      EXPECT_GT(m.gpu.chunks, 0u);
+      if (policy == Policy::gpu) EXPECT_EQ(m.cpu.chunks, 0u);
+      EXPECT_GE(m.gpu_batches, 1u);
+      EXPECT_LT(m.gpu_batches, m.gpu.chunks);  // batches hold several chunks
+      EXPECT_NEAR(m.gpu_kernel_seconds, 0.001 * static_cast<double>(m.gpu_batches), 1e-9);
+      EXPECT_TRUE(m.warnings.empty());
+      std::uint64_t gpu_span_chunks = 0;
+      for (const WorkerTimeline& t : m.timeline) {
+        if (t.kind != WorkerKind::gpu) continue;
+        for (const Span& s : t.spans) gpu_span_chunks += s.chunks;
+      }
+      EXPECT_EQ(gpu_span_chunks, m.gpu.chunks);
+      EXPECT_GT(m.gpu.busy_seconds, 0.0);
+    }
+  }
+}
+
+TEST(SchedulerTest, PipelinedGpuFaultsHandEveryChunkInFlightBack) {
+  for (const auto fail_at : {PipelinedQueue::FailAt::submit, PipelinedQueue::FailAt::complete}) {
+    for (const int batch : {0, 3, 40}) {
+      SCOPED_TRACE(std::to_string(static_cast<int>(fail_at)) + " at batch " + std::to_string(batch));
+      Harness h(small_chunks(2000));
+      PipelinedQueue q(3, 300, fail_at, batch);
+      Work w = h.work();
+      w.gpus.push_back(&q);
+      RunMetrics m;
+      ASSERT_TRUE(run(options(Policy::gpu, 2), w, &m).ok());
+      EXPECT_TRUE(q.failed);
+      EXPECT_TRUE(h.in_order);
+      EXPECT_TRUE(h.output_ok);
+      EXPECT_EQ(h.written, 2000u);
+      EXPECT_EQ(m.cpu.chunks + m.gpu.chunks, 2000u);
+      ASSERT_EQ(m.warnings.size(), 1u);
+      EXPECT_NE(m.warnings[0].find("GPU 0: GPU device error: injected"), std::string::npos) << m.warnings[0];
+      EXPECT_NE(m.warnings[0].find("back to the CPU"), std::string::npos);
+      EXPECT_GE(m.cpu.chunks, 1u);
+    }
   }
 }
 
