@@ -25,6 +25,10 @@
 
 namespace tandem {
 
+namespace sched {
+struct RunMetrics;  // tandem/scheduler.hpp
+}
+
 // ---------------------------------------------------------------- status ----
 
 // Numeric values are permanent and equal to the C enum tandem_status.
@@ -168,6 +172,10 @@ class Source {
   virtual std::uint64_t position() const = 0;
   // Total size when known in advance (a memory buffer or a regular file), else -1.
   virtual std::int64_t size_hint() const { return -1; }
+  // True when the bytes at data() stay where they are, unchanged, for the
+  // life of the source (a memory buffer): readers may then keep pointers into
+  // consumed input instead of copying it.
+  virtual bool stable() const { return false; }
 };
 
 // A byte sink written front to back. reserve(n) returns room for n bytes;
@@ -217,22 +225,35 @@ struct Lz4FrameOptions {
   bool content_size = true;             // store the size when the source knows it
   bool legacy = false;                  // write the legacy format (lz4 -l): 8 MiB blocks, no checksums
   int threads = 0;                      // 0 = all hardware threads
-  // Independent blocks may be compressed on the GPU (automatic: batches as
-  // BatchOptions::backend says, such as 64 KiB blocks of an input in memory);
-  // linked blocks and the legacy format always are on the CPU. A batch that
-  // the device fails is redone on the CPU, silently.
+  // Independent blocks go through the hybrid scheduler: host chunks of
+  // chunk_size bytes, taken by CPU threads and a GPU worker as they free up.
+  // cpu: CPU threads only. gpu: the GPU only (the CPU takes over, with a
+  // warning in metrics, if the device fails). automatic: both, for inputs of
+  // 8 MiB and more at a level the GPU has (see resolve_backend); the CPU
+  // alone below. Linked blocks and the legacy format are on the CPU.
   Backend backend = Backend::automatic;
   ProgressFn progress;                  // may be empty
+  // The hybrid scheduler's host chunk (independent blocks): a multiple of the
+  // block size; 0 = 2 MiB (or one block, when blocks are larger).
+  std::size_t chunk_size = 0;
+  // When not null, receives the scheduler's figures for the run: bytes,
+  // throughput and busy time per kind of worker, transfers and kernels,
+  // waits, warnings (a GPU that failed) and a timeline of every worker.
+  sched::RunMetrics* metrics = nullptr;
 };
 
 struct Lz4DecodeOptions {
   int threads = 0;                      // 0 = all hardware threads
   std::uint64_t max_output = UINT64_MAX;  // fail with output_limit beyond this many bytes
   bool verify_checksums = true;         // check block and content checksums when present
-  // As Lz4FrameOptions::backend: independent blocks of LZ4 frames may decode
-  // on the GPU; checksums are verified on the CPU.
+  // As Lz4FrameOptions::backend: frames of independent blocks decode through
+  // the hybrid scheduler (the GPU takes frames of blocks up to 256 KiB);
+  // checksums are verified on the CPU. Linked blocks and legacy frames decode
+  // on the CPU.
   Backend backend = Backend::automatic;
   ProgressFn progress;                  // may be empty
+  std::size_t chunk_size = 0;           // as Lz4FrameOptions::chunk_size, in decoded bytes
+  sched::RunMetrics* metrics = nullptr;  // as Lz4FrameOptions::metrics
 };
 
 // Byte counts of a finished stream operation.

@@ -34,6 +34,7 @@
 #include <thread>
 #include <vector>
 
+#include "codec/lz4_hybrid.hpp"
 #include "common/thread_pool.hpp"
 #include "cpu/lz4_block_cpu.hpp"
 #include "format/lz4_frame_format.hpp"
@@ -586,12 +587,58 @@ Status FrameDecoder::decode_legacy() {
 
 }  // namespace
 
-Status lz4_decompress_stream(Source& in, Sink& out, const Lz4DecodeOptions& options, StreamStats* stats) {
+namespace {
+
+// Frames of independent blocks go through the hybrid scheduler, a run per
+// group of alike frames; from the first frame it does not take (a legacy
+// frame, linked blocks) the frame decoder above reads the rest.
+Status decompress_stream(Source& in, Sink& out, const Lz4DecodeOptions& options, MutableBuffer direct,
+                         StreamStats* stats) {
   Backend backend;
-  if (Status s = resolve_backend(Codec::lz4, options.backend, &backend); !s) return s;
+  if (Status s = hybrid::hybrid_backend(options.backend, 0, &backend); !s) return s;
   if (stats) *stats = {};
-  FrameDecoder decoder(in, out, options, backend);
-  return decoder.run(stats);
+  Lz4DecodeOptions o = options;
+  o.backend = backend;
+  const std::uint64_t start_in = in.position();
+  const std::uint64_t start_out = out.position();
+  std::uint64_t frames = 0;
+  for (;;) {
+    std::size_t avail = 0;
+    if (Status s = in.ensure(4, &avail); !s) return s;
+    if (avail == 0) {
+      if (in.position() == start_in) return {StatusCode::truncated, "empty input"};
+      break;
+    }
+    const std::uint64_t before = in.position();
+    const std::uint64_t produced = out.position() - start_out;
+    Lz4DecodeOptions run = o;
+    run.max_output = o.max_output - std::min(o.max_output, produced);
+    MutableBuffer rest{};
+    if (direct.data && produced <= direct.size) {
+      rest = {static_cast<std::uint8_t*>(direct.data) + produced, direct.size - static_cast<std::size_t>(produced)};
+    }
+    StreamStats st;
+    if (Status s = hybrid::decompress_frames(in, out, run, rest, &st); !s) return s;
+    frames += st.frames;
+    if (in.position() != before) continue;
+    // A frame the scheduler does not take: the frame decoder reads from here on.
+    FrameDecoder decoder(in, out, run, Backend::cpu);
+    if (Status s = decoder.run(&st); !s) return s;
+    frames += st.frames;
+    break;
+  }
+  if (stats) {
+    stats->bytes_in = in.position() - start_in;
+    stats->bytes_out = out.position() - start_out;
+    stats->frames = frames;
+  }
+  return out.flush();
+}
+
+}  // namespace
+
+Status lz4_decompress_stream(Source& in, Sink& out, const Lz4DecodeOptions& options, StreamStats* stats) {
+  return decompress_stream(in, out, options, {}, stats);
 }
 
 Status lz4_frame_decompress(ConstBuffer frame, std::vector<std::uint8_t>* output, const Lz4DecodeOptions& options) {
@@ -609,7 +656,7 @@ Status lz4_frame_decompress(ConstBuffer frame, MutableBuffer output, std::size_t
   }
   auto in = memory_source(frame);
   auto out = buffer_sink(output);
-  const Status s = lz4_decompress_stream(*in, *out, options);
+  const Status s = decompress_stream(*in, *out, options, output, nullptr);
   *size = static_cast<std::size_t>(out->position());
   return s;
 }

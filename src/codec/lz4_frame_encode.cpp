@@ -28,6 +28,8 @@
 
 #include "common/thread_pool.hpp"
 #include "cpu/lz4_block_cpu.hpp"
+#include "codec/lz4_frame_blocks.hpp"
+#include "codec/lz4_hybrid.hpp"
 #include "format/lz4_frame_format.hpp"
 #include "gpu/lz4_gpu_engine.hpp"
 #include "tandem/tandem.hpp"
@@ -38,39 +40,9 @@ namespace {
 
 using lz4f::write_le32;
 
-// A block's slot: word, payload (at most the block itself), block checksum.
-constexpr std::size_t kSlotOverhead = 8;
-
-// Completes the frame block in `slot` for the n input bytes at `in`, whose
-// payload (at slot + 4) already holds `size` < n compressed bytes, or which is
-// stored raw when `size` is 0: word, payload and, when asked, its checksum.
-// Returns the bytes used.
-std::size_t frame_block(const std::uint8_t* in, std::size_t n, std::uint8_t* slot, std::size_t size,
-                        bool block_checksum) {
-  std::uint8_t* payload = slot + 4;
-  if (size == 0) {
-    std::memcpy(payload, in, n);
-    size = n;
-    write_le32(slot, static_cast<std::uint32_t>(n) | lz4f::kUncompressedBit);
-  } else {
-    write_le32(slot, static_cast<std::uint32_t>(size));
-  }
-  std::size_t used = 4 + size;
-  if (block_checksum) {
-    write_le32(slot + used, XXH32(payload, size, 0));
-    used += 4;
-  }
-  return used;
-}
-
-// Writes the block at `in` (n bytes) into `slot` as a frame block, compressed
-// when that makes it smaller.
-template <class CompressFn>
-std::size_t emit_block(const std::uint8_t* in, std::size_t n, std::uint8_t* slot, bool block_checksum,
-                       CompressFn&& compress) {
-  // A capacity of n - 1 makes liblz4 give up early on incompressible data.
-  return frame_block(in, n, slot, n > 1 ? compress(in, n, slot + 4, n - 1) : 0, block_checksum);
-}
+using lz4f::emit_block;
+using lz4f::frame_block;
+using lz4f::kSlotOverhead;
 
 // Per-batch arrays of the GPU path, kept to reuse their memory.
 struct GpuBatch {
@@ -186,10 +158,15 @@ Status lz4_compress_stream(Source& in, Sink& out, const Lz4FrameOptions& o, Stre
   }
   if (o.level > 12) return {StatusCode::invalid_argument, "LZ4 levels go up to 12"};
   Backend backend;
-  if (Status s = resolve_backend(Codec::lz4, o.backend, o.level, &backend); !s) return s;
+  if (Status s = hybrid::hybrid_backend(o.backend, o.level, &backend); !s) return s;
   const int threads = detail::effective_threads(o.threads);
   if (stats) *stats = {};
   if (o.legacy) return compress_legacy(in, out, o, threads, stats);
+  if (!o.linked_blocks) {
+    Lz4FrameOptions hybrid_options = o;
+    hybrid_options.backend = backend;
+    return hybrid::compress_frame(in, out, hybrid_options, stats);
+  }
 
   lz4f::FrameHeader header;
   header.block_max = o.block_size;

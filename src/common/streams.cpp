@@ -39,6 +39,7 @@ class MemorySource final : public Source {
   void consume(std::size_t n) override { pos_ += std::min(n, size_ - pos_); }
   std::uint64_t position() const override { return pos_; }
   std::int64_t size_hint() const override { return static_cast<std::int64_t>(size_); }
+  bool stable() const override { return true; }
 
  private:
   const std::uint8_t* p_;

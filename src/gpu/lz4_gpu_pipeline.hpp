@@ -102,6 +102,10 @@ class Lz4Pipeline {
   virtual ~Lz4Pipeline() = default;
 
   [[nodiscard]] std::unique_lock<std::mutex> lock() { return std::unique_lock<std::mutex>(mutex_); }
+  // The lock if no other run holds it now (owns_lock() says).
+  [[nodiscard]] std::unique_lock<std::mutex> try_lock() {
+    return std::unique_lock<std::mutex>(mutex_, std::try_to_lock);
+  }
 
   // Starts a run in this mode; abandons whatever an earlier run left behind.
   virtual Status begin(const Lz4PipelineOptions& options) = 0;
