@@ -172,6 +172,8 @@ struct FileArgs {
   int level = 0;
   std::vector<std::string> block_specs;
   bool no_frame_crc = false, no_content_size = false, legacy = false;
+  bool stats = false;
+  std::string json;
 };
 
 const std::vector<std::string> kBackends = {"cpu", "gpu", "auto"};
@@ -241,6 +243,10 @@ void add_file_options(CLI::App* app, FileArgs* a) {
       ->take_last();
   app->add_flag("-q,--quiet", a->quiet, "No progress bar and no warnings");
   app->add_flag("-v,--verbose", a->verbose, "Print sizes, ratio and speed of every file");
+  app->add_flag("--stats", a->stats,
+                "Print how each file was worked: bytes and speed of the CPU and GPU workers, "
+                "transfer, kernel, idle and queue times, ratio");
+  app->add_option("--json", a->json, "Write those figures for every file as JSON to FILE")->type_name("FILE");
 }
 
 bool make_file_options(const FileArgs& a, bool decompress_command, FileOptions* o, std::string* error) {
@@ -268,6 +274,8 @@ bool make_file_options(const FileArgs& a, bool decompress_command, FileOptions* 
   o->frame.legacy = a.legacy;
   o->frame.threads = a.threads;
   o->frame.backend = o->backend;
+  o->stats = a.stats;
+  o->json_path = a.json;
   if (o->inputs.size() > 1 && !o->output.empty() && o->output != "-") {
     *error = "-o takes one input file, not " + std::to_string(o->inputs.size());
     return false;

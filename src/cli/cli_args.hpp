@@ -30,6 +30,8 @@ struct FileOptions {
   Backend backend = Backend::automatic;  // as requested; resolved by the caller
   Lz4FrameOptions frame;            // level, block size, flags and threads for compression
   int threads = 0;                  // 0 = all hardware threads
+  bool stats = false;               // --stats: the scheduler's figures of each file on stderr
+  std::string json_path;            // --json FILE: those figures of every file as JSON
 };
 
 enum class Action {

@@ -19,6 +19,8 @@
 #include <xxhash.h>
 
 #include <chrono>
+#include <cstdlib>
+#include <memory>
 #include <cstdio>
 #include <cstring>
 #include <optional>
@@ -27,6 +29,9 @@
 
 #include "cli/cli_output.hpp"
 #include "cli/cli_progress.hpp"
+#include "cli/cli_stats.hpp"
+#include "codec/lz4_hybrid.hpp"
+#include "gpu/lz4_gpu_pipeline.hpp"
 
 namespace tandem::cli {
 
@@ -226,7 +231,7 @@ void print_summary(const std::string& name, const std::string& destination, cons
 }
 
 // Compresses or decompresses one input. Reports its own errors.
-bool process_file(const std::string& input, const FileOptions& options) {
+bool process_file(const std::string& input, const FileOptions& options, std::vector<FileRun>* runs) {
   const bool from_stdin = input == "-";
   const std::string name = from_stdin ? "stdin" : input;
   std::string error;
@@ -293,23 +298,33 @@ bool process_file(const std::string& input, const FileOptions& options) {
   if (const std::int64_t total = file_source->size_hint(); progress_wanted(options.verbosity, total)) {
     bar.emplace(name, total);
   }
-  StreamStats stats;
+  FileRun run;
+  run.name = name;
+  run.decompress = options.decompress;
+  StreamStats& stats = run.stats;
   Status status;
   const auto start = std::chrono::steady_clock::now();
   if (options.decompress) {
     Lz4DecodeOptions decode;
     decode.threads = options.threads;
     decode.backend = options.backend;
+    decode.metrics = &run.metrics;
     if (bar) decode.progress = bar->callback();
     status = lz4_decompress_stream(source, sink, decode, &stats);
   } else {
     Lz4FrameOptions frame = options.frame;
+    frame.metrics = &run.metrics;
     if (bar) frame.progress = bar->callback();
     status = lz4_compress_stream(source, sink, frame, &stats);
   }
   if (status) status = sink.flush();
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  run.seconds = seconds;
   if (bar) bar->finish();
+  // A GPU that failed was replaced by the CPU: the output is complete, but say so.
+  if (options.verbosity > 0) {
+    for (const std::string& w : run.metrics.warnings) report(name, "warning: " + w);
+  }
   if (!status) {
     report(name, status.to_string());
     return false;
@@ -339,7 +354,29 @@ bool process_file(const std::string& input, const FileOptions& options) {
     }
   }
   if (options.verbosity >= 2) print_summary(name, destination, options, stats, seconds);
+  if (options.stats) print_run_stats(run);
+  if (runs) runs->push_back(std::move(run));
   return true;
+}
+
+// Test hooks, from the environment: TANDEM_TEST_GPU=emulated gives the
+// scheduler a GPU worker that runs on the CPU (the GPU encoder's twin), and
+// TANDEM_TEST_GPU_FAULT=KIND@N makes the GPU fail in its batch N (KIND:
+// no-device, oom, kernel, copy), so that the hand-back to the CPU can be
+// tested on any machine.
+void install_test_hooks() {
+  if (const char* gpu = std::getenv("TANDEM_TEST_GPU"); gpu && std::string_view(gpu) == "emulated") {
+    static const std::unique_ptr<gpu::Lz4Pipeline> emulated = gpu::Lz4Pipeline::emulated();
+    hybrid::set_test_pipeline(emulated.get());
+  }
+  if (const char* fault = std::getenv("TANDEM_TEST_GPU_FAULT")) {
+    const std::string text(fault);
+    const std::size_t at = text.find('@');
+    gpu::Fault kind;
+    if (at != std::string::npos && gpu::parse_fault(text.substr(0, at).c_str(), &kind)) {
+      gpu::inject_fault(kind, std::atoi(text.c_str() + at + 1));
+    }
+  }
 }
 
 }  // namespace
@@ -348,10 +385,9 @@ int run_files(const FileOptions& options) {
   // Fail early, once, when the backend cannot run here (no GPU, or a level
   // the GPU lacks). The library gets the request itself: with `auto` it picks
   // per batch (small inputs stay on the CPU).
+  install_test_hooks();
   Backend resolved = Backend::cpu;
-  const Status s = options.decompress
-                       ? resolve_backend(Codec::lz4, options.backend, &resolved)
-                       : resolve_backend(Codec::lz4, options.backend, options.frame.level, &resolved);
+  const Status s = hybrid::hybrid_backend(options.backend, options.decompress ? 0 : options.frame.level, &resolved);
   if (!s) {
     std::fprintf(stderr, "tandem: --backend %s: %s\n", backend_name(options.backend), s.to_string().c_str());
     return 1;
@@ -377,7 +413,15 @@ int run_files(const FileOptions& options) {
 
   install_signal_cleanup();
   bool all_ok = true;
-  for (const auto& input : options.inputs) all_ok &= process_file(input, options);
+  std::vector<FileRun> runs;
+  for (const auto& input : options.inputs) all_ok &= process_file(input, options, &runs);
+  if (!options.json_path.empty()) {
+    std::string error;
+    if (!write_runs_json(options.json_path, runs, &error)) {
+      report(options.json_path, error);
+      return 1;
+    }
+  }
   return all_ok ? 0 : 1;
 }
 
