@@ -43,6 +43,7 @@
 #include "bench/bench_engines.hpp"
 #include "bench/bench_gpu.hpp"
 #include "bench/bench_report.hpp"
+#include "bench/hybrid_bench.hpp"
 #include "tandem/tandem.hpp"
 
 namespace tandem::bench {
@@ -530,7 +531,7 @@ bool parse_chunk_list(std::string_view text, std::vector<std::size_t>* chunks, s
 
 int run(const BenchConfig& config) {
   try {
-    return run_checked(config);
+    return config.hybrid ? run_hybrid(config) : run_checked(config);
   } catch (const std::bad_alloc&) {
     std::fprintf(stderr, "tandem bench: out of memory\n");
     return 1;

@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -34,6 +35,11 @@ struct BenchConfig {
   // A GPU run takes milliseconds: many short runs give a steady median.
   double gpu_min_seconds = 0.3;
   int gpu_min_runs = 10;
+  // The hybrid section (hybrid_bench.hpp), run instead of the tables above.
+  bool hybrid = false;
+  std::uint64_t hybrid_size = 4'000'000'000;  // the input: FILES repeated to at least this many bytes
+  std::size_t hybrid_chunk = 0;               // the scheduler's host chunk; 0 = its default (2 MiB)
+  std::string timeline_path;                  // SVG of the auto runs when not empty
 };
 
 // The largest GPU chunk: the LZ4 frame format's largest block.

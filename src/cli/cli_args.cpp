@@ -44,7 +44,7 @@ bool is_subcommand(std::string_view s) {
 bool takes_value(std::string_view s) {
   for (const char* option : {"-o", "--output", "-T", "--threads", "-B", "--backend", "--codec", "--chunk",
                              "--chunks", "--json", "--min-time", "--runs", "--page-size", "--batches",
-                             "--engines"}) {
+                             "--engines", "--size", "--timeline"}) {
     if (s == option) return true;
   }
   return false;
@@ -298,6 +298,7 @@ struct BenchArgs {
   std::string chunk = "4M";
   std::string chunks;  // GPU chunk sizes; empty: the bench's default list
   int level = 0;
+  std::string size;    // --hybrid: the input's least size; empty: the default
 };
 
 const char* const kDescription =
@@ -402,6 +403,14 @@ CommandLine parse_command_line(int argc, char** argv) {
       ->type_name("N")
       ->check(at_least(1, true));
   bench_cmd->add_flag("-q,--quiet", bench.quiet, "No progress lines on stderr");
+  bench_cmd->add_flag("--hybrid", bench.hybrid,
+                      "Instead: LZ4 frames through the hybrid scheduler (cpu, gpu, auto) against liblz4, "
+                      "64K blocks, on FILES repeated to --size; --chunk sets the host chunk (default 2M)");
+  bench_cmd->add_option("--size", bench_args.size, "--hybrid: input of at least SIZE bytes (default 4000000000)")
+      ->type_name("SIZE");
+  bench_cmd->add_option("--timeline", bench.timeline_path,
+                        "--hybrid: SVG timeline of the auto compression to FILE, of decompression to FILE-decompress")
+      ->type_name("FILE");
 
   PagesArgs pages_args;
   bench::PagesBenchConfig& pages = result.pages;
@@ -464,6 +473,25 @@ CommandLine parse_command_line(int argc, char** argv) {
   }
   if (*bench_cmd) {
     bench.paths.insert(bench.paths.end(), rw.trailing.begin(), rw.trailing.end());
+    if (bench.hybrid) {
+      // The host chunk holds whole 64 KiB blocks; the frame's block size is fixed.
+      std::uint64_t hybrid_chunk = 0;
+      if (bench_cmd->count("--chunk") > 0) {
+        if (!parse_size(bench_args.chunk, &hybrid_chunk) || hybrid_chunk == 0 || hybrid_chunk % (64u << 10) != 0) {
+          usage_error("invalid --chunk '" + bench_args.chunk + "' with --hybrid (a multiple of 64K)");
+          result.exit_code = 2;
+          return result;
+        }
+        bench.hybrid_chunk = static_cast<std::size_t>(hybrid_chunk);
+      }
+      if (!bench_args.size.empty() && (!parse_size(bench_args.size, &bench.hybrid_size) || bench.hybrid_size == 0)) {
+        usage_error("invalid --size '" + bench_args.size + "'");
+        result.exit_code = 2;
+        return result;
+      }
+      result.action = Action::bench;
+      return result;
+    }
     std::uint64_t chunk = 0;
     if (!parse_size(bench_args.chunk, &chunk) || !lz4_valid_block_size(static_cast<std::size_t>(chunk))) {
       usage_error("invalid --chunk '" + bench_args.chunk + "' (use 64K, 256K, 1M or 4M)");
