@@ -88,11 +88,12 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
-// Copies `size` bytes with the threads of a thread block; src is 16-byte
-// aligned, dst need not be.
+// Copies `size` bytes with the threads of a thread block; dst need not be
+// aligned.
 __device__ inline void block_copy(std::uint8_t* dst, const std::uint8_t* src, std::size_t size) {
-  // Aligned 4-byte loads, byte stores: the loads are the wide side.
-  const std::size_t words = size / 4;
+  // Aligned 4-byte loads (the blocks of a block size that is a multiple of
+  // 4, and every LZ4 output), byte stores.
+  const std::size_t words = reinterpret_cast<std::uintptr_t>(src) % 4 == 0 ? size / 4 : 0;
   const auto* src4 = reinterpret_cast<const std::uint32_t*>(src);
   for (std::size_t k = threadIdx.x; k < words; k += blockDim.x) {
     const std::uint32_t v = src4[k];

@@ -132,9 +132,9 @@ Status parse_frame_blocks(std::span<const std::uint8_t> chunk, std::size_t block
 }
 
 std::size_t frame_blocks_area(std::span<const FrameBlock> blocks, std::size_t block_size) {
-  std::size_t area = 0;
-  for (const FrameBlock& b : blocks) area += b.raw ? b.size : block_size;
-  return area;
+  if (blocks.empty()) return 0;
+  const FrameBlock& last = blocks.back();
+  return (blocks.size() - 1) * block_size + (last.raw ? last.size : block_size);
 }
 
 Status verify_block_checksums(std::span<const std::uint8_t> chunk, std::span<const FrameBlock> blocks) {

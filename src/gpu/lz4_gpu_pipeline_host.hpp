@@ -20,8 +20,8 @@ inline constexpr int kPipelineDepth = 3;
 inline constexpr std::size_t kPipelineBatchBytes = std::size_t{32} << 20;
 // Block sizes a run accepts (frame blocks go up to 4 MiB).
 inline constexpr std::size_t kPipelineMaxBlockSize = std::size_t{4} << 20;
-// Decompression: the device output area of a batch (block_size per
-// compressed block, the payload per raw block) at most. A chunk that would
+// Decompression: the device output area of a batch (frame_blocks_area of
+// its chunks) at most. A chunk that would
 // push the batch past it fails with output_too_small, and the caller decodes
 // it on the CPU; only hostile chunks (tiny blocks) or batches of extremely
 // compressible data get there.
@@ -48,8 +48,9 @@ struct FrameBlock {
 Status parse_frame_blocks(std::span<const std::uint8_t> chunk, std::size_t block_size, bool block_checksum,
                           std::vector<FrameBlock>* blocks);
 
-// The output area of a parsed chunk: block_size per compressed block, the
-// payload per raw one.
+// The output area of a parsed chunk whose block k decodes at k * block_size:
+// block_size per block but the last, which takes its payload when raw, else
+// block_size.
 std::size_t frame_blocks_area(std::span<const FrameBlock> blocks, std::size_t block_size);
 
 // checksum_mismatch when a block's XXH32 (seed 0) of its payload differs from
