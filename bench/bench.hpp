@@ -7,7 +7,9 @@
 // On a GPU (`--backend gpu`, or `auto` where a CUDA device is present) it also
 // measures tandem's batched GPU LZ4 calls on raw blocks of each of `gpu_chunks`
 // against liblz4 on the same chunks. It prints tables on stdout and, when
-// asked, writes the same results as JSON.
+// asked, writes the same results as JSON. `--hybrid` runs another section
+// instead (hybrid_bench.hpp): the hybrid scheduler's policies on one large
+// input.
 #pragma once
 
 #include <cstddef>

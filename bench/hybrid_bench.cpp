@@ -343,6 +343,8 @@ std::string decompress_timeline_path(const std::string& path) {
 double median_rate(const Direction& d, std::uint64_t bytes) { return rate(bytes, d.runs.timing().median); }
 
 void print_table(const std::vector<const HybridRow*>& rows, std::uint64_t bytes) {
+  std::printf("GB/s: 1e9 uncompressed bytes per second, median of the runs; c compress, d decompress; shares: "
+              "of the chunks' input bytes, by kind of worker; ms: summed over the workers, from the median run\n");
   std::printf("%-18s %9s %9s %6s  %13s %13s %15s %15s %15s %15s %9s\n", "", "compress", "decomp", "",
               "CPU share %", "GPU share %", "transfer ms", "kernel ms", "GPU idle ms", "queue wait ms", "warnings");
   std::printf("%-18s %9s %9s %6s  %6s %6s %6s %6s %7s %7s %7s %7s %7s %7s %7s %7s %4s %4s\n", "engine", "GB/s",
