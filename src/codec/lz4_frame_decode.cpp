@@ -12,13 +12,9 @@
 // only output that really does not fit is reported as output_too_small.
 // Linked blocks decode one after another with the last 64 KiB as history.
 //
-// On the GPU, batches of independent blocks are larger (see
-// gpu/lz4_gpu_engine.hpp). Raw blocks and block checksums are done by the
-// pool first, then the shared engine decodes the compressed blocks straight
-// into their slots, and a thread of its own hashes the decoded blocks in
-// order as the engine finishes them. The checks after decoding are the same
-// as on the CPU. A batch that the device fails is decoded again on the CPU.
-// Linked blocks and legacy frames always decode on the CPU.
+// Frames of independent blocks are normally read by the hybrid scheduler
+// (lz4_hybrid.hpp); this reader takes the rest of a stream from the first
+// frame the scheduler does not take (a legacy frame, linked blocks).
 #define XXH_STATIC_LINKING_ONLY
 #include <xxhash.h>
 
@@ -38,7 +34,6 @@
 #include "common/thread_pool.hpp"
 #include "cpu/lz4_block_cpu.hpp"
 #include "format/lz4_frame_format.hpp"
-#include "gpu/lz4_gpu_engine.hpp"
 #include "tandem/tandem.hpp"
 
 namespace tandem {
@@ -55,71 +50,11 @@ struct BlockRef {
   bool has_checksum = false;
 };
 
-// Runs hash(i) for i = 0, 1, ... in order on a thread of its own, for every i
-// below the latest ready(end), until finish(). Without a thread to be had,
-// ready() hashes on the caller's thread instead.
-class OrderedHasher {
- public:
-  explicit OrderedHasher(std::function<void(std::size_t)> hash) : hash_(std::move(hash)) {
-    try {
-      thread_ = std::thread([this] { loop(); });
-    } catch (const std::system_error&) {
-    }
-  }
-  ~OrderedHasher() { finish(); }
-  OrderedHasher(const OrderedHasher&) = delete;
-  OrderedHasher& operator=(const OrderedHasher&) = delete;
-
-  void ready(std::size_t end) {
-    if (!thread_.joinable()) {
-      while (next_ < end) hash_(next_++);
-      return;
-    }
-    {
-      std::lock_guard<std::mutex> lock(m_);
-      ready_ = std::max(ready_, end);
-    }
-    cv_.notify_one();
-  }
-
-  // Returns once everything made ready is hashed.
-  void finish() {
-    if (!thread_.joinable()) return;
-    {
-      std::lock_guard<std::mutex> lock(m_);
-      closing_ = true;
-    }
-    cv_.notify_one();
-    thread_.join();
-  }
-
- private:
-  void loop() {
-    std::unique_lock<std::mutex> lock(m_);
-    for (;;) {
-      cv_.wait(lock, [&] { return ready_ > next_ || closing_; });
-      if (ready_ == next_) return;  // closing, and nothing left
-      const std::size_t end = ready_;
-      lock.unlock();
-      while (next_ < end) hash_(next_++);
-      lock.lock();
-    }
-  }
-
-  std::function<void(std::size_t)> hash_;
-  std::thread thread_;
-  std::mutex m_;
-  std::condition_variable cv_;
-  std::size_t next_ = 0;   // owned by the hashing thread (or the caller without one)
-  std::size_t ready_ = 0;  // guarded by m_
-  bool closing_ = false;   // guarded by m_
-};
-
 class FrameDecoder {
  public:
-  FrameDecoder(Source& in, Sink& out, const Lz4DecodeOptions& o, Backend backend)
+  FrameDecoder(Source& in, Sink& out, const Lz4DecodeOptions& o)
       : in_(in), out_(out), o_(o), threads_(detail::effective_threads(o.threads)),
-        legacy_batch_(detail::batch_items(threads_)), gpu_wanted_(backend == Backend::gpu) {}
+        legacy_batch_(detail::batch_items(threads_)) {}
 
   Status run(StreamStats* stats);
 
@@ -136,19 +71,8 @@ class FrameDecoder {
   // Decodes a scanned batch into the sink and consumes its input.
   // `expected` bounds what the batch may decode to when the frame states its
   // content size (UINT64_MAX otherwise).
-  // `gpu`: the blocks may go to the GPU (independent blocks of a frame).
   Status decode_batch(const std::vector<BlockRef>& blocks, std::size_t block_max, std::size_t scanned,
-                      bool independent, bool gpu, std::uint64_t expected, XXH32_state_t* xxh,
-                      std::uint64_t* produced);
-  // The shared engine when a batch of `blocks` blocks and `bytes` output
-  // bytes should use it, else null.
-  gpu::Lz4HostEngine* engine_for(std::size_t blocks, std::size_t bytes);
-  // Decodes independent blocks into their slots [start[i], start[i + 1]) of
-  // `room`, cut at room_size, setting status[i] and got[i], and hashes them
-  // into xxh (may be null). False when the device failed; xxh is then spoilt.
-  bool decode_on_gpu(gpu::Lz4HostEngine& engine, const std::vector<BlockRef>& blocks, const std::uint8_t* base,
-                     std::uint8_t* room, const std::vector<std::size_t>& start, std::size_t room_size,
-                     XXH32_state_t* xxh, std::vector<Status>* status, std::vector<std::size_t>* got);
+                      bool independent, std::uint64_t expected, XXH32_state_t* xxh, std::uint64_t* produced);
   template <class DecodeFn, class HashFn>
   void hash_while_decoding(std::size_t n, DecodeFn&& decode, const std::vector<Status>& status, HashFn&& hash);
   Status decode_batch_slow(const std::vector<BlockRef>& blocks, std::size_t block_max, bool independent,
@@ -174,15 +98,6 @@ class FrameDecoder {
   std::uint64_t frames_ = 0;
   cpu::Lz4LinkedDecompressor linked_;
   std::vector<std::uint8_t> scratch_;
-  // The GPU path: wanted when the backend resolved to the GPU; the engine is
-  // fetched on the first batch that uses it.
-  const bool gpu_wanted_;
-  gpu::Lz4HostEngine* engine_ = nullptr;
-  bool engine_failed_ = false;
-  std::vector<ConstBuffer> gpu_inputs_;
-  std::vector<MutableBuffer> gpu_outputs_;
-  std::vector<ItemResult> gpu_results_;
-  std::vector<std::size_t> gpu_blocks_;  // the block of each GPU item
 };
 
 Status FrameDecoder::run(StreamStats* stats) {
@@ -333,71 +248,8 @@ void FrameDecoder::hash_while_decoding(std::size_t n, DecodeFn&& decode, const s
   });
 }
 
-gpu::Lz4HostEngine* FrameDecoder::engine_for(std::size_t blocks, std::size_t bytes) {
-  if (!gpu_wanted_ || engine_failed_) return nullptr;
-  if (!gpu::batch_on_gpu(o_.backend, gpu::Direction::decompress, blocks, bytes, threads_)) return nullptr;
-  if (!engine_) engine_failed_ = !gpu::Lz4HostEngine::shared(&engine_);
-  return engine_;
-}
-
-bool FrameDecoder::decode_on_gpu(gpu::Lz4HostEngine& engine, const std::vector<BlockRef>& blocks,
-                                 const std::uint8_t* base, std::uint8_t* room, const std::vector<std::size_t>& start,
-                                 std::size_t room_size, XXH32_state_t* xxh, std::vector<Status>* status,
-                                 std::vector<std::size_t>* got) {
-  const std::size_t nb = blocks.size();
-  auto slot = [&](std::size_t i) {
-    const bool inside = start[i] < room_size;
-    return MutableBuffer{inside ? room + start[i] : room, inside ? std::min(start[i + 1], room_size) - start[i] : 0};
-  };
-  // Raw blocks (checksum and copy) and the checksums of the others, on the pool.
-  detail::parallel_for(nb, threads_, [&](std::size_t i) {
-    const BlockRef& b = blocks[i];
-    (*got)[i] = 0;
-    if (b.raw) {
-      const MutableBuffer dst = slot(i);
-      (*status)[i] = decode_one(b, base, static_cast<std::uint8_t*>(dst.data), dst.size, true, &(*got)[i]);
-    } else if (b.has_checksum && o_.verify_checksums && XXH32(base + b.offset, b.size, 0) != b.checksum) {
-      (*status)[i] = {StatusCode::checksum_mismatch, "block checksum"};
-    } else {
-      (*status)[i] = {};
-    }
-  });
-  gpu_inputs_.clear();
-  gpu_outputs_.clear();
-  gpu_blocks_.clear();
-  for (std::size_t i = 0; i < nb; ++i) {
-    if (blocks[i].raw || !(*status)[i]) continue;
-    gpu_inputs_.push_back({base + blocks[i].offset, blocks[i].size});
-    gpu_outputs_.push_back(slot(i));
-    gpu_blocks_.push_back(i);
-  }
-  gpu_results_.resize(gpu_inputs_.size());
-  // Blocks below the block of the first unfinished item are final: hash them
-  // in order while the engine goes on. Hashing a failed block (got = 0) is
-  // harmless, since the batch then fails.
-  std::optional<OrderedHasher> hasher;
-  if (xxh) hasher.emplace([&](std::size_t i) { XXH32_update(xxh, room + start[i], (*got)[i]); });
-  std::size_t copied = 0;
-  auto items_done = [&](std::size_t n) {
-    for (; copied < n; ++copied) {
-      (*status)[gpu_blocks_[copied]] = gpu_results_[copied].status;
-      (*got)[gpu_blocks_[copied]] = gpu_results_[copied].size;
-    }
-    if (hasher) hasher->ready(n < gpu_blocks_.size() ? gpu_blocks_[n] : nb);
-  };
-  Status s;
-  if (gpu_inputs_.empty()) {
-    items_done(0);
-  } else {
-    const auto lock = engine.lock();
-    s = engine.decompress(gpu_inputs_, gpu_outputs_, gpu_results_, {}, items_done);
-  }
-  if (hasher) hasher->finish();
-  return s.code != StatusCode::device_error && copied == gpu_inputs_.size();
-}
-
 Status FrameDecoder::decode_batch(const std::vector<BlockRef>& blocks, std::size_t block_max, std::size_t scanned,
-                                  bool independent, bool gpu, std::uint64_t expected, XXH32_state_t* xxh,
+                                  bool independent, std::uint64_t expected, XXH32_state_t* xxh,
                                   std::uint64_t* produced) {
   if (!blocks.empty()) {
     // Slot i holds what block i may decode to: its payload when raw, else block_max.
@@ -425,12 +277,7 @@ Status FrameDecoder::decode_batch(const std::vector<BlockRef>& blocks, std::size
         const std::size_t cap = inside ? std::min(start[i + 1], room_size) - start[i] : 0;
         status[i] = decode_one(blocks[i], base, inside ? room + start[i] : room, cap, independent, &got[i]);
       };
-      gpu::Lz4HostEngine* engine = gpu ? engine_for(blocks.size(), room_size) : nullptr;
-      const bool on_gpu = engine && decode_on_gpu(*engine, blocks, base, room, start, room_size, xxh, &status, &got);
-      if (engine && !on_gpu && xxh) *xxh = xxh_before;  // the device failed: start again on the CPU
-      if (on_gpu) {
-        // Decoded and hashed.
-      } else if (independent && xxh) {
+      if (independent && xxh) {
         hash_while_decoding(blocks.size(), one, status, [&](std::size_t i) {
           XXH32_update(xxh, room + start[i], got[i]);
         });
@@ -511,15 +358,13 @@ Status FrameDecoder::decode_frame() {
   XXH32_state_t* content_hash = (h.content_checksum && o_.verify_checksums) ? &xxh : nullptr;
   std::uint64_t produced = 0;
   std::vector<BlockRef> blocks;
-  const bool gpu = gpu_wanted_ && h.independent_blocks;
-  std::size_t batch = detail::batch_items(threads_);
-  std::size_t max_batch = detail::max_batch_items(threads_, h.block_max);
-  if (gpu) gpu::grow_batches_for_gpu(o_.backend, h.block_max, &batch, &max_batch);
+  const std::size_t batch = detail::batch_items(threads_);
+  const std::size_t max_batch = detail::max_batch_items(threads_, h.block_max);
   for (bool end = false; !end;) {
     std::size_t scanned = 0;
     if (Status s = scan_blocks(h, batch, max_batch, &blocks, &scanned, &end); !s) return s;
     const std::uint64_t expected = h.has_content_size ? h.content_size - produced : UINT64_MAX;
-    if (Status s = decode_batch(blocks, h.block_max, scanned, h.independent_blocks, gpu, expected, content_hash,
+    if (Status s = decode_batch(blocks, h.block_max, scanned, h.independent_blocks, expected, content_hash,
                                 &produced);
         !s) {
       return s;
@@ -576,7 +421,7 @@ Status FrameDecoder::decode_legacy() {
     if (Status s = scan_legacy_blocks(&blocks, &scanned); !s) return s;
     if (blocks.empty()) break;
     const bool full_batch = blocks.size() == legacy_batch_;
-    if (Status s = decode_batch(blocks, lz4f::kLegacyBlockSize, scanned, true, false, UINT64_MAX, nullptr, &produced);
+    if (Status s = decode_batch(blocks, lz4f::kLegacyBlockSize, scanned, true, UINT64_MAX, nullptr, &produced);
         !s) {
       return s;
     }
@@ -622,7 +467,7 @@ Status decompress_stream(Source& in, Sink& out, const Lz4DecodeOptions& options,
     frames += st.frames;
     if (in.position() != before) continue;
     // A frame the scheduler does not take: the frame decoder reads from here on.
-    FrameDecoder decoder(in, out, run, Backend::cpu);
+    FrameDecoder decoder(in, out, run);
     if (Status s = decoder.run(&st); !s) return s;
     frames += st.frames;
     break;

@@ -1,29 +1,22 @@
 // LZ4 frame writer: the frame format of lz4_frame_format.hpp around blocks
-// compressed by liblz4, in batches of a few blocks per thread.
+// compressed by liblz4.
 //
-// Each batch takes a few blocks per thread of input (more when the input is
-// already in memory) straight from the source (no copy for memory sources)
-// and reserves room in the sink for the worst case: every block stored raw
-// (a block never grows; when LZ4 cannot make it smaller it is stored as is).
-// Block i is compressed into slot i of that room, then the slots are packed
-// to the front and committed. The content
-// checksum runs as one more task beside the block tasks of the same batch.
-// Linked blocks compress one after another in a single task, since each one
-// may refer to the one before.
+// Frames of independent blocks go through the hybrid scheduler
+// (lz4_hybrid.hpp), on the CPU and the GPU. Here are the frames it does not
+// take: linked blocks, each of which may refer to the one before, so that
+// they compress one after another, and the legacy format.
 //
-// On the GPU, batches are larger (see gpu/lz4_gpu_engine.hpp) and the shared
-// engine compresses the independent blocks of a batch straight into the same
-// slots, each capped at its input's size less one, while the content checksum
-// runs on a thread of its own; each block is framed (word, raw copy when the
-// GPU could not shrink it, block checksum) as soon as the engine has finished
-// it. A batch that the device fails is compressed again on the CPU.
+// Linked blocks go in batches of a few blocks per thread of input straight
+// from the source (no copy for memory sources), into room reserved in the sink
+// for the worst case: every block stored raw (a block never grows; when LZ4
+// cannot make it smaller it is stored as is). The blocks are compressed in one
+// task into their slots of that room, while the content checksum runs as a
+// second task; then the slots are packed to the front and committed.
 #define XXH_STATIC_LINKING_ONLY
 #include <xxhash.h>
 
 #include <algorithm>
 #include <cstring>
-#include <future>
-#include <system_error>
 #include <vector>
 
 #include "common/thread_pool.hpp"
@@ -31,7 +24,6 @@
 #include "codec/lz4_frame_blocks.hpp"
 #include "codec/lz4_hybrid.hpp"
 #include "format/lz4_frame_format.hpp"
-#include "gpu/lz4_gpu_engine.hpp"
 #include "tandem/tandem.hpp"
 
 namespace tandem {
@@ -41,54 +33,7 @@ namespace {
 using lz4f::write_le32;
 
 using lz4f::emit_block;
-using lz4f::frame_block;
 using lz4f::kSlotOverhead;
-
-// Per-batch arrays of the GPU path, kept to reuse their memory.
-struct GpuBatch {
-  std::vector<ConstBuffer> inputs;
-  std::vector<MutableBuffer> outputs;
-  std::vector<ItemResult> results;
-  std::vector<gpu::ItemStatus> statuses;
-};
-
-// Compresses the nb blocks of a batch (n bytes at src) on the GPU into their
-// slots and frames them, setting used[i]. False when the device failed: the
-// slots are then to be written again on the CPU.
-bool compress_blocks_on_gpu(gpu::Lz4HostEngine& engine, const std::uint8_t* src, std::size_t n, std::size_t block,
-                            std::uint8_t* room, std::size_t slot, bool block_checksum, int threads, GpuBatch* g,
-                            std::vector<std::size_t>* used) {
-  const std::size_t nb = (n + block - 1) / block;
-  auto block_len = [&](std::size_t i) { return std::min(block, n - i * block); };
-  g->inputs.resize(nb);
-  g->outputs.resize(nb);
-  g->results.resize(nb);
-  g->statuses.resize(nb);
-  for (std::size_t i = 0; i < nb; ++i) {
-    // Capacity len - 1: a block that does not shrink fails output_too_small
-    // and is stored raw, as on the CPU.
-    g->inputs[i] = {src + i * block, block_len(i)};
-    g->outputs[i] = {room + i * slot + 4, block_len(i) - 1};
-  }
-  std::size_t framed = 0;
-  auto frame_done = [&](std::size_t done) {
-    detail::parallel_for(done - framed, threads, [&](std::size_t k) {
-      const std::size_t i = framed + k;
-      const ItemResult& r = g->results[i];
-      const bool shrunk = r.status && g->statuses[i] != gpu::ItemStatus::incompressible && r.size < block_len(i);
-      (*used)[i] = frame_block(src + i * block, block_len(i), room + i * slot, shrunk ? r.size : 0, block_checksum);
-    });
-    framed = done;
-  };
-  Status s;
-  {
-    const auto lock = engine.lock();
-    s = engine.compress(g->inputs, g->outputs, g->results, g->statuses, frame_done);
-  }
-  // Item failures other than the device's (output_too_small above all) were
-  // framed raw; only a failed call remains.
-  return s.code != StatusCode::device_error && framed == nb;
-}
 
 Status compress_legacy(Source& in, Sink& out, const Lz4FrameOptions& o, int threads, StreamStats* stats) {
   const std::size_t block = lz4f::kLegacyBlockSize;
@@ -181,28 +126,14 @@ Status lz4_compress_stream(Source& in, Sink& out, const Lz4FrameOptions& o, Stre
 
   const std::size_t block = o.block_size;
   const std::size_t slot = block + kSlotOverhead;
-  // Independent blocks may go to the GPU: when asked for, or with `automatic`
-  // for batches that suit it (the engine is created on the first such batch).
-  // Only an explicit request enlarges the batches: `automatic` keeps the
-  // CPU's memory bound.
-  const bool gpu_wanted = backend == Backend::gpu && !o.linked_blocks;
-  std::size_t batch = detail::batch_items(threads);
-  std::size_t max_batch = detail::max_batch_items(threads, block);
-  if (gpu_wanted) gpu::grow_batches_for_gpu(o.backend, block, &batch, &max_batch);
-  gpu::Lz4HostEngine* engine = nullptr;
-  bool engine_failed = false;
-  GpuBatch gpu_scratch;
+  const std::size_t batch = detail::batch_items(threads);
+  const std::size_t max_batch = detail::max_batch_items(threads, block);
   std::vector<std::size_t> used(max_batch);
   XXH32_state_t xxh;
   XXH32_reset(&xxh, 0);
-  std::unique_ptr<cpu::Lz4LinkedCompressor> linked;
-  if (o.linked_blocks) linked = std::make_unique<cpu::Lz4LinkedCompressor>(o.level);
-  const int level = o.level;
-  auto compress_independent = [level](const std::uint8_t* s, std::size_t n, std::uint8_t* d, std::size_t cap) {
-    return cpu::lz4_compress_block(s, n, d, cap, level);
-  };
+  cpu::Lz4LinkedCompressor linked(o.level);
   auto compress_linked = [&linked](const std::uint8_t* s, std::size_t n, std::uint8_t* d, std::size_t cap) {
-    return linked->compress(s, n, d, cap);
+    return linked.compress(s, n, d, cap);
   };
 
   std::uint64_t content = 0;
@@ -218,41 +149,15 @@ Status lz4_compress_stream(Source& in, Sink& out, const Lz4FrameOptions& o, Stre
     std::uint8_t* room = nullptr;
     if (Status s = out.reserve(n + nb * kSlotOverhead, &room); !s) return s;
     const std::uint8_t* src = in.data();
-    auto block_len = [&](std::size_t i) { return std::min(block, n - i * block); };
-    bool hashed = !o.content_checksum;
-    bool on_gpu = false;
-    const bool gpu_batch =
-        gpu_wanted && !engine_failed && gpu::batch_on_gpu(o.backend, gpu::Direction::compress, nb, n, threads);
-    if (gpu_batch) {
-      if (!engine) engine_failed = !gpu::Lz4HostEngine::shared(&engine);
-      if (engine) {
-        // The checksum on a thread of its own, beside the engine's use of the pool.
-        std::future<void> hashing;
-        if (!hashed) {
-          try {
-            hashing = std::async(std::launch::async, [&] { XXH32_update(&xxh, src, n); });
-            hashed = true;
-          } catch (const std::system_error&) {
-            // No thread to be had: the CPU task below hashes.
-          }
-        }
-        on_gpu = compress_blocks_on_gpu(*engine, src, n, block, room, slot, o.block_checksum, threads, &gpu_scratch,
-                                        &used);
-        if (hashing.valid()) hashing.get();
-      }
-    }
-    // Task 0 is the content checksum; the others are blocks (one chained task when linked).
-    const std::size_t tasks = 1 + (on_gpu ? 0 : o.linked_blocks ? 1 : nb);
-    detail::parallel_for(tasks, threads, [&](std::size_t t) {
+    // Task 0 is the content checksum, task 1 the chain of blocks.
+    detail::parallel_for(2, threads, [&](std::size_t t) {
       if (t == 0) {
-        if (!hashed) XXH32_update(&xxh, src, n);
-      } else if (o.linked_blocks) {
-        for (std::size_t i = 0; i < nb; ++i) {
-          used[i] = emit_block(src + i * block, block_len(i), room + i * slot, o.block_checksum, compress_linked);
-        }
-      } else {
-        const std::size_t i = t - 1;
-        used[i] = emit_block(src + i * block, block_len(i), room + i * slot, o.block_checksum, compress_independent);
+        if (o.content_checksum) XXH32_update(&xxh, src, n);
+        return;
+      }
+      for (std::size_t i = 0; i < nb; ++i) {
+        used[i] = emit_block(src + i * block, std::min(block, n - i * block), room + i * slot, o.block_checksum,
+                             compress_linked);
       }
     });
     std::size_t total = used[0];
