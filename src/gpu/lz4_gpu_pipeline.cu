@@ -373,6 +373,8 @@ class CudaPipeline final : public Lz4Pipeline {
   Lz4PipelineOptions options_;
   bool begun_ = false;
   OutputPool pool_;
+  // Scratch, kept to reuse its memory.
+  std::vector<FrameBlock> parsed_;
   std::vector<detail::Copy> copies_;
   std::vector<std::size_t> pieces_;
 };
@@ -413,7 +415,7 @@ void CudaPipeline::plan_decompress(Slot& slot, std::span<const PipelineIn> chunk
   slot.frames.clear();
   slot.items.clear();
   std::size_t area = 0;
-  std::vector<FrameBlock> parsed;
+  std::vector<FrameBlock>& parsed = parsed_;
   for (const PipelineIn& in : chunks) {
     ChunkPlan& c = slot.chunks.emplace_back();
     c.data = in.data;

@@ -15,6 +15,8 @@
 #include <cuda_runtime.h>
 #endif
 
+#include <algorithm>
+#include <cstring>
 #include <string>
 #include <vector>
 
