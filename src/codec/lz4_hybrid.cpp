@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "codec/lz4_frame_blocks.hpp"
+#include "common/thread_pool.hpp"
 #include "cpu/lz4_block_cpu.hpp"
 #include "format/lz4_frame_format.hpp"
 #include "sched/scheduler.hpp"
@@ -169,6 +170,19 @@ Status run_scheduler(const sched::SchedulerOptions& so, sched::Work& work, GpuLe
   return sched::run(so, work, metrics);
 }
 
+// The writer is one thread, and a GPU outruns one thread's memcpy: large
+// outputs are copied into the sink by the worker pool.
+constexpr std::size_t kParallelWrite = std::size_t{256} << 10;
+constexpr std::size_t kWritePiece = std::size_t{64} << 10;
+
+Status write_out(Sink& out, std::span<const std::uint8_t> bytes) {
+  if (bytes.size() < kParallelWrite) return out.write(bytes.data(), bytes.size());
+  std::uint8_t* room = nullptr;
+  if (Status s = out.reserve(bytes.size(), &room); !s) return s;
+  if (room != bytes.data()) detail::parallel_copy(room, bytes.data(), bytes.size(), kWritePiece);
+  return out.commit(bytes.size());
+}
+
 }  // namespace
 
 void set_test_pipeline(gpu::Lz4Pipeline* pipeline) { g_test_pipeline.store(pipeline); }
@@ -272,7 +286,7 @@ Status compress_frame(Source& in, Sink& out, const Lz4FrameOptions& o, StreamSta
   work.cpu = cpu;
   work.sink = [&](const sched::Chunk& c, sched::ChunkOutput&& done) -> Status {
     const auto bytes = done.data();
-    if (Status s = out.write(bytes.data(), bytes.size()); !s) return s;
+    if (Status s = write_out(out, bytes); !s) return s;
     if (c.note) {
       pool.put(std::move(const_cast<Note*>(static_cast<const Note*>(c.note))->owned));
     }
@@ -551,11 +565,15 @@ Status decompress_frames(Source& in, Sink& out, const Lz4DecodeOptions& o, Mutab
       return {StatusCode::bad_data, "content is larger than the frame's content size"};
     }
     if (f.header.content_checksum && verify) XXH32_update(&f.xxh, bytes.data(), bytes.size());
-    std::uint8_t* room = nullptr;
-    if (!bytes.empty()) {
+    if (note->direct && !bytes.empty()) {
+      // Decoded in place, or a little past its place (an earlier short block):
+      // the regions may overlap.
+      std::uint8_t* room = nullptr;
       if (Status s = out.reserve(bytes.size(), &room); !s) return s;
       if (room != bytes.data()) std::memmove(room, bytes.data(), bytes.size());
       if (Status s = out.commit(bytes.size()); !s) return s;
+    } else if (Status s = write_out(out, bytes); !s) {
+      return s;
     }
     produced += bytes.size();
     if (pool) pool->put(std::move(note->owned));
