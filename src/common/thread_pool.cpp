@@ -190,13 +190,9 @@ void parallel_copy(const std::vector<Copy>& copies, std::vector<std::size_t>* fi
   });
 }
 
-void parallel_copy(void* dst, const void* src, std::size_t n, std::size_t piece) {
-  piece = std::max<std::size_t>(piece, 1);
-  parallel_for((n + piece - 1) / piece, 0, [&](std::size_t p) {
-    const std::size_t offset = p * piece;
-    std::memcpy(static_cast<std::uint8_t*>(dst) + offset, static_cast<const std::uint8_t*>(src) + offset,
-                std::min(piece, n - offset));
-  });
+void parallel_copy(void* dst, const void* src, std::size_t n) {
+  std::vector<std::size_t> first_piece;
+  parallel_copy({Copy{dst, src, n}}, &first_piece);
 }
 
 }  // namespace detail

@@ -32,8 +32,8 @@ inline constexpr std::size_t kCopyPiece = std::size_t{1} << 20;
 // Runs the copies on the worker pool in pieces of at most kCopyPiece bytes.
 // first_piece is scratch, kept by the caller to reuse its memory.
 void parallel_copy(const std::vector<Copy>& copies, std::vector<std::size_t>* first_piece);
-// A single copy of n bytes, the same way, in pieces of `piece` bytes.
-void parallel_copy(void* dst, const void* src, std::size_t n, std::size_t piece = kCopyPiece);
+// A single copy of n bytes, the same way.
+void parallel_copy(void* dst, const void* src, std::size_t n);
 
 // Batches of a streaming codec. A batch ends with a wait for its slowest
 // item, so larger batches keep threads busier, but a batch read from a stream
