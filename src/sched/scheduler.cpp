@@ -22,6 +22,7 @@
 #include <utility>
 
 #include "common/thread_pool.hpp"
+#include "sched/timeline_svg.hpp"
 
 namespace tandem::sched {
 namespace {
@@ -113,22 +114,6 @@ class Run {
   Status error_;
   std::exception_ptr exception_;
 };
-
-double union_seconds(std::vector<Span> spans) {
-  std::sort(spans.begin(), spans.end(), [](const Span& a, const Span& b) { return a.start_seconds < b.start_seconds; });
-  double total = 0, start = 0, end = -1;
-  for (const Span& s : spans) {
-    if (s.start_seconds > end) {
-      if (end > start) total += end - start;
-      start = s.start_seconds;
-      end = s.end_seconds;
-    } else {
-      end = std::max(end, s.end_seconds);
-    }
-  }
-  if (end > start) total += end - start;
-  return total;
-}
 
 void Run::fail(const Status& s) {
   if (!stop_) error_ = s;
@@ -550,7 +535,7 @@ Status Run::go() {
   m_.wall_seconds = seconds(Clock::now() - start_);
   m_.queue_wait_seconds = m_.cpu.queue_wait_seconds + m_.gpu.queue_wait_seconds;
   for (const WorkerTimeline& t : m_.timeline) {
-    if (t.kind == WorkerKind::gpu) m_.gpu.busy_seconds += union_seconds(t.spans);
+    if (t.kind == WorkerKind::gpu) m_.gpu.busy_seconds += busy_union_seconds(t.spans);
   }
   m_.gpu_idle_seconds = std::max(0.0, gpu_alive_seconds_ - m_.gpu.busy_seconds);
   if (exception_) std::rethrow_exception(exception_);
