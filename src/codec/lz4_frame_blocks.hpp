@@ -2,6 +2,7 @@
 // the hybrid scheduler's CPU and GPU workers write them.
 #pragma once
 
+#define XXH_STATIC_LINKING_ONLY
 #include <xxhash.h>
 
 #include <cstddef>
@@ -9,6 +10,7 @@
 #include <cstring>
 
 #include "format/lz4_frame_format.hpp"
+#include "tandem/tandem.hpp"
 
 namespace tandem::lz4f {
 
@@ -44,6 +46,45 @@ std::size_t emit_block(const std::uint8_t* in, std::size_t n, std::uint8_t* slot
                        CompressFn&& compress) {
   // A capacity of n - 1 makes liblz4 give up early on incompressible data.
   return frame_block(in, n, slot, n > 1 ? compress(in, n, slot + 4, n - 1) : 0, block_checksum);
+}
+
+// Writes the header of a frame of `o`'s blocks, with the content size when
+// asked for and the source knows it; *header receives what was written.
+inline Status begin_frame(const Source& in, Sink& out, const Lz4FrameOptions& o, FrameHeader* header) {
+  *header = FrameHeader{};
+  header->block_max = o.block_size;
+  header->independent_blocks = !o.linked_blocks;
+  header->block_checksum = o.block_checksum;
+  header->content_checksum = o.content_checksum;
+  const std::int64_t hint = in.size_hint();
+  header->has_content_size = o.content_size && hint >= 0;
+  header->content_size = header->has_content_size ? static_cast<std::uint64_t>(hint) : 0;
+  std::uint8_t head[kMaxHeaderSize];
+  return out.write(head, write_frame_header(*header, head));
+}
+
+// Ends the frame of `header` after `content` bytes hashed into xxh: checks
+// that the source kept its size, writes the end mark and the content
+// checksum, fills stats (may be null) and flushes.
+inline Status end_frame(Sink& out, const FrameHeader& header, std::uint64_t content, const XXH32_state_t& xxh,
+                        StreamStats* stats) {
+  if (header.has_content_size && content != header.content_size) {
+    return {StatusCode::io_error, "the input changed size while it was read"};
+  }
+  std::uint8_t tail[8];
+  write_le32(tail, 0);
+  std::size_t tail_size = 4;
+  if (header.content_checksum) {
+    write_le32(tail + 4, XXH32_digest(&xxh));
+    tail_size = 8;
+  }
+  if (Status s = out.write(tail, tail_size); !s) return s;
+  if (stats) {
+    stats->bytes_in = content;
+    stats->bytes_out = out.position();
+    stats->frames = 1;
+  }
+  return out.flush();
 }
 
 }  // namespace tandem::lz4f

@@ -114,15 +114,7 @@ Status lz4_compress_stream(Source& in, Sink& out, const Lz4FrameOptions& o, Stre
   }
 
   lz4f::FrameHeader header;
-  header.block_max = o.block_size;
-  header.independent_blocks = !o.linked_blocks;
-  header.block_checksum = o.block_checksum;
-  header.content_checksum = o.content_checksum;
-  const std::int64_t hint = in.size_hint();
-  header.has_content_size = o.content_size && hint >= 0;
-  header.content_size = header.has_content_size ? static_cast<std::uint64_t>(hint) : 0;
-  std::uint8_t head[lz4f::kMaxHeaderSize];
-  if (Status s = out.write(head, lz4f::write_frame_header(header, head)); !s) return s;
+  if (Status s = lz4f::begin_frame(in, out, o, &header); !s) return s;
 
   const std::size_t block = o.block_size;
   const std::size_t slot = block + kSlotOverhead;
@@ -170,23 +162,7 @@ Status lz4_compress_stream(Source& in, Sink& out, const Lz4FrameOptions& o, Stre
     content += n;
     if (o.progress) o.progress(in.position(), out.position());
   }
-  if (header.has_content_size && content != header.content_size) {
-    return {StatusCode::io_error, "the input changed size while it was read"};
-  }
-  std::uint8_t tail[8];
-  write_le32(tail, 0);
-  std::size_t tail_size = 4;
-  if (o.content_checksum) {
-    write_le32(tail + 4, XXH32_digest(&xxh));
-    tail_size = 8;
-  }
-  if (Status s = out.write(tail, tail_size); !s) return s;
-  if (stats) {
-    stats->bytes_in = content;
-    stats->bytes_out = out.position();
-    stats->frames = 1;
-  }
-  return out.flush();
+  return lz4f::end_frame(out, header, content, xxh, stats);
 }
 
 Status lz4_frame_compress(ConstBuffer input, std::vector<std::uint8_t>* frame, const Lz4FrameOptions& options) {

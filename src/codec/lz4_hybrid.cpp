@@ -201,15 +201,8 @@ Status compress_frame(Source& in, Sink& out, const Lz4FrameOptions& o, StreamSta
   const sched::Policy policy = policy_of(o.backend);
 
   lz4f::FrameHeader header;
-  header.block_max = block;
-  header.independent_blocks = true;
-  header.block_checksum = o.block_checksum;
-  header.content_checksum = o.content_checksum;
+  if (Status s = lz4f::begin_frame(in, out, o, &header); !s) return s;
   const std::int64_t hint = in.size_hint();
-  header.has_content_size = o.content_size && hint >= 0;
-  header.content_size = header.has_content_size ? static_cast<std::uint64_t>(hint) : 0;
-  std::uint8_t head[lz4f::kMaxHeaderSize];
-  if (Status s = out.write(head, lz4f::write_frame_header(header, head)); !s) return s;
 
   sched::SchedulerOptions so;
   so.policy = policy;
@@ -288,23 +281,7 @@ Status compress_frame(Source& in, Sink& out, const Lz4FrameOptions& o, StreamSta
   sched::RunMetrics* m = o.metrics ? o.metrics : &local;
   if (Status s = run_scheduler(so, work, leases, po, cpu, gpu_in, m); !s) return s;
 
-  if (header.has_content_size && content != header.content_size) {
-    return {StatusCode::io_error, "the input changed size while it was read"};
-  }
-  std::uint8_t tail[8];
-  write_le32(tail, 0);
-  std::size_t tail_size = 4;
-  if (o.content_checksum) {
-    write_le32(tail + 4, XXH32_digest(&xxh));
-    tail_size = 8;
-  }
-  if (Status s = out.write(tail, tail_size); !s) return s;
-  if (stats) {
-    stats->bytes_in = content;
-    stats->bytes_out = out.position();
-    stats->frames = 1;
-  }
-  return out.flush();
+  return lz4f::end_frame(out, header, content, xxh, stats);
 }
 
 // ---------------------------------------------------------- decompress ----
