@@ -6,6 +6,9 @@
 
 #include <algorithm>
 #include <atomic>
+#include <condition_variable>
+#include <system_error>
+#include <thread>
 #include <cstring>
 #include <deque>
 #include <memory>
@@ -169,6 +172,118 @@ Status run_scheduler(const sched::SchedulerOptions& so, sched::Work& work, GpuLe
   return sched::run(so, work, metrics);
 }
 
+// The writer is one thread, and one thread's memcpy (some 6 GB/s from DRAM to
+// DRAM) cannot keep up with the output of a GPU. So, in runs with a GPU, the
+// writer copies large outputs with a crew of threads of its own, which sleep
+// while the CPU workers work (the shared worker pool would compete with them
+// and wake late). Each copy is cut into pieces taken from a counter by the
+// crew and by the writer itself; copy() returns when every piece is done.
+class CopyCrew {
+ public:
+  static constexpr std::size_t kPiece = std::size_t{64} << 10;
+  static constexpr std::size_t kMinBytes = std::size_t{256} << 10;  // below: the writer alone
+
+  explicit CopyCrew(int helpers) {
+    try {
+      for (int i = 0; i < helpers; ++i) threads_.emplace_back([this] { loop(); });
+    } catch (const std::system_error&) {
+      // Fewer helpers (or none): the writer copies more itself.
+    }
+  }
+  ~CopyCrew() {
+    {
+      std::lock_guard lk(mu_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    for (std::thread& t : threads_) t.join();
+  }
+  CopyCrew(const CopyCrew&) = delete;
+  CopyCrew& operator=(const CopyCrew&) = delete;
+
+  void copy(std::uint8_t* dst, const std::uint8_t* src, std::size_t n) {
+    if (threads_.empty() || n < kMinBytes) {
+      std::memcpy(dst, src, n);
+      return;
+    }
+    {
+      std::lock_guard lk(mu_);
+      dst_ = dst;
+      src_ = src;
+      n_ = n;
+      pieces_ = (n + kPiece - 1) / kPiece;
+      finished_ = 0;
+      ++job_;
+      next_.store((job_ & 0xFFFFFFFFu) << 32);
+    }
+    cv_.notify_all();
+    work();
+    std::unique_lock lk(mu_);
+    done_cv_.wait(lk, [&] { return finished_ == pieces_; });
+  }
+
+ private:
+  // Takes pieces of the current job until none is left. The counter holds
+  // the job's number in its high half, so that a helper that took its last
+  // number during one job and looks at it during the next cannot mistake it
+  // for a piece of the next (which would be copied twice, and counted twice).
+  void work() {
+    std::unique_lock lk(mu_, std::defer_lock);
+    for (;;) {
+      const std::uint64_t ticket = next_.fetch_add(1);
+      lk.lock();
+      if (ticket >> 32 != (job_ & 0xFFFFFFFFu) || (ticket & 0xFFFFFFFFu) >= pieces_) return;
+      // The copy runs without the lock: the job's fields stay put until every
+      // piece is counted.
+      const std::size_t off = static_cast<std::size_t>(ticket & 0xFFFFFFFFu) * kPiece;
+      std::uint8_t* const dst = dst_ + off;
+      const std::uint8_t* const src = src_ + off;
+      const std::size_t n = std::min(kPiece, n_ - off);
+      lk.unlock();
+      std::memcpy(dst, src, n);
+      lk.lock();
+      if (++finished_ == pieces_) done_cv_.notify_one();
+      lk.unlock();
+    }
+  }
+  void loop() {
+    std::uint64_t seen = 0;
+    for (;;) {
+      {
+        std::unique_lock lk(mu_);
+        cv_.wait(lk, [&] { return stop_ || job_ != seen; });
+        if (stop_) return;
+        seen = job_;
+      }
+      work();
+    }
+  }
+
+  std::mutex mu_;
+  std::condition_variable cv_, done_cv_;
+  std::vector<std::thread> threads_;
+  std::uint8_t* dst_ = nullptr;
+  const std::uint8_t* src_ = nullptr;
+  std::size_t n_ = 0;
+  std::size_t pieces_ = 0;  // written under mu_ before a job is announced; read by its takers
+  std::atomic<std::uint64_t> next_{0};  // job number << 32 | next piece
+  std::size_t finished_ = 0;
+  std::uint64_t job_ = 0;
+  bool stop_ = false;
+};
+
+// Copies bytes into the sink, with the crew when there is one.
+Status write_out(Sink& out, std::span<const std::uint8_t> bytes, CopyCrew* crew) {
+  if (!crew || bytes.size() < CopyCrew::kMinBytes) return out.write(bytes.data(), bytes.size());
+  std::uint8_t* room = nullptr;
+  if (Status s = out.reserve(bytes.size(), &room); !s) return s;
+  if (room != bytes.data()) crew->copy(room, bytes.data(), bytes.size());
+  return out.commit(bytes.size());
+}
+
+// Helpers of the writer's crew in a run with GPU workers.
+constexpr int kCrewHelpers = 5;
+
 }  // namespace
 
 void set_test_pipeline(gpu::Lz4Pipeline* pipeline) { g_test_pipeline.store(pipeline); }
@@ -211,6 +326,8 @@ Status compress_frame(Source& in, Sink& out, const Lz4FrameOptions& o, StreamSta
   if (hint >= 0) so.input_size = static_cast<std::uint64_t>(hint);
   const bool small = hint >= 0 && static_cast<std::uint64_t>(hint) < so.cpu_only_below;
   GpuLeases leases = lease_gpus(policy != sched::Policy::cpu && !(policy == sched::Policy::automatic && small));
+  std::unique_ptr<CopyCrew> crew;
+  if (!leases.pipelines.empty()) crew = std::make_unique<CopyCrew>(kCrewHelpers);
 
   // Chunks that the source does not keep are copied into pool buffers, which
   // their notes hold until the writer is done with them.
@@ -265,7 +382,7 @@ Status compress_frame(Source& in, Sink& out, const Lz4FrameOptions& o, StreamSta
   work.cpu = cpu;
   work.sink = [&](const sched::Chunk& c, sched::ChunkOutput&& done) -> Status {
     const auto bytes = done.data();
-    if (Status s = out.write(bytes.data(), bytes.size()); !s) return s;
+    if (Status s = write_out(out, bytes, crew.get()); !s) return s;
     if (c.note) {
       pool.put(std::move(const_cast<Note*>(static_cast<const Note*>(c.note))->owned));
     }
@@ -357,6 +474,7 @@ Status decompress_frames(Source& in, Sink& out, const Lz4DecodeOptions& o, Mutab
   std::uint64_t expected = 0;  // where the next chunk's output would start in `direct`
   std::uint64_t frame_count = 0;
   std::unique_ptr<ChunkPool> pool;
+  std::unique_ptr<CopyCrew> crew;  // with GPU workers, for outputs not decoded in place
   std::size_t per_chunk = 0;
   const bool stable = in.stable();
 
@@ -535,7 +653,7 @@ Status decompress_frames(Source& in, Sink& out, const Lz4DecodeOptions& o, Mutab
       if (Status s = out.reserve(bytes.size(), &room); !s) return s;
       if (room != bytes.data()) std::memmove(room, bytes.data(), bytes.size());
       if (Status s = out.commit(bytes.size()); !s) return s;
-    } else if (Status s = out.write(bytes.data(), bytes.size()); !s) {
+    } else if (Status s = write_out(out, bytes, crew.get()); !s) {
       return s;
     }
     produced += bytes.size();
@@ -563,6 +681,7 @@ Status decompress_frames(Source& in, Sink& out, const Lz4DecodeOptions& o, Mutab
   const bool small = hint >= 0 && static_cast<std::uint64_t>(hint) < so.cpu_only_below;
   GpuLeases leases = lease_gpus(so.policy != sched::Policy::cpu && block_max <= kGpuDecodeMaxBlock &&
                                 !(so.policy == sched::Policy::automatic && small));
+  if (!leases.pipelines.empty() && !direct.data) crew = std::make_unique<CopyCrew>(kCrewHelpers);
   gpu::Lz4PipelineOptions po;
   po.mode = gpu::PipelineMode::decompress;
   po.block_size = block_max;
