@@ -327,7 +327,15 @@ Status compress_frame(Source& in, Sink& out, const Lz4FrameOptions& o, StreamSta
   const bool small = hint >= 0 && static_cast<std::uint64_t>(hint) < so.cpu_only_below;
   GpuLeases leases = lease_gpus(policy != sched::Policy::cpu && !(policy == sched::Policy::automatic && small));
   std::unique_ptr<CopyCrew> crew;
-  if (!leases.pipelines.empty()) crew = std::make_unique<CopyCrew>(kCrewHelpers);
+  if (!leases.pipelines.empty()) {
+    crew = std::make_unique<CopyCrew>(kCrewHelpers);
+    // The crew and the GPU worker's thread need cores of their own: a GPU
+    // compresses several times faster than all the CPU workers together, and
+    // waits whenever the writer falls behind.
+    if (o.threads == 0) {
+      so.cpu_workers = std::max(1, hardware_threads() - static_cast<int>(leases.pipelines.size()) - kCrewHelpers);
+    }
+  }
 
   // Chunks that the source does not keep are copied into pool buffers, which
   // their notes hold until the writer is done with them.
