@@ -53,9 +53,11 @@ constexpr std::size_t kAlign = 16;
 constexpr std::size_t align_up(std::size_t n, std::size_t a = kAlign) { return (n + a - 1) / a * a; }
 
 // Pinned output buffers: a batch's outputs hold one until the caller lets
-// go; twice the depth lets the caller hold a few batches' outputs while the
-// pipeline fills more.
-constexpr int kPoolBuffers = 2 * kPipelineDepth;
+// go. The hybrid scheduler writes in order, so while a CPU worker spends a few
+// milliseconds on an older chunk the GPU's later batches wait to be written:
+// 16 buffers (some 200 MB of compressed 32 MiB batches) let the GPU go on
+// meanwhile.
+constexpr int kPoolBuffers = 16;
 
 // ------------------------------------------------------------- kernels ----
 

@@ -501,7 +501,7 @@ Status Run::go() {
     limit_ = std::uint64_t{4} * static_cast<std::uint64_t>(cpu_workers) * opt_.chunk_size;
     for (int g = 0; g < gpu_workers; ++g) {
       const GpuQueue& q = *work_.gpus[static_cast<std::size_t>(g)];
-      limit_ += 2 * static_cast<std::uint64_t>(std::max(1, q.depth()) + 1) *
+      limit_ += 4 * static_cast<std::uint64_t>(std::max(1, q.depth()) + 1) *
                 std::max<std::uint64_t>(q.batch_bytes(), opt_.chunk_size);
     }
   }

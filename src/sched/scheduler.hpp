@@ -131,8 +131,8 @@ struct SchedulerOptions {
   // more): the scheduler pulls a chunk only when this much room is left.
   std::size_t chunk_size = kDefaultChunkSize;
   // > 0; see the backpressure rule above. 0: enough for every worker to hold
-  // its work with the next waiting (4 chunks per CPU worker, twice depth + 1
-  // batches per GPU worker).
+  // its work with the next waiting (4 chunks per CPU worker, four times depth
+  // + 1 batches per GPU worker: a GPU runs ahead of slow CPU chunks).
   std::size_t max_in_flight_bytes = 0;
   // automatic: the GPU takes chunks only once the input is known to be at
   // least this large, from input_size or from the bytes read so far. Below
