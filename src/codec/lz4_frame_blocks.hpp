@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <algorithm>
 #include <cstring>
 
 #include "format/lz4_frame_format.hpp"
@@ -46,6 +47,25 @@ std::size_t emit_block(const std::uint8_t* in, std::size_t n, std::uint8_t* slot
                        CompressFn&& compress) {
   // A capacity of n - 1 makes liblz4 give up early on incompressible data.
   return frame_block(in, n, slot, n > 1 ? compress(in, n, slot + 4, n - 1) : 0, block_checksum);
+}
+
+// Skips the skippable frame that starts at in.data() (its magic checked by
+// the caller), reading its bytes a piece at a time.
+inline Status skip_skippable_frame(Source& in) {
+  std::size_t avail = 0;
+  if (Status s = in.ensure(8, &avail); !s) return s;
+  if (avail < 8) return {StatusCode::truncated, "input ends inside a skippable frame header"};
+  std::uint64_t left = read_le32(in.data() + 4);
+  in.consume(8);
+  while (left > 0) {
+    const std::size_t want = static_cast<std::size_t>(std::min<std::uint64_t>(left, 1u << 20));
+    if (Status s = in.ensure(want, &avail); !s) return s;
+    if (avail == 0) return {StatusCode::truncated, "input ends inside a skippable frame"};
+    const std::size_t take = std::min(avail, want);
+    in.consume(take);
+    left -= take;
+  }
+  return {};
 }
 
 // Writes the header of a frame of `o`'s blocks, with the content size when

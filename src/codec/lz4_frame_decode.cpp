@@ -30,6 +30,7 @@
 #include <thread>
 #include <vector>
 
+#include "codec/lz4_frame_blocks.hpp"
 #include "codec/lz4_hybrid.hpp"
 #include "common/thread_pool.hpp"
 #include "cpu/lz4_block_cpu.hpp"
@@ -61,7 +62,6 @@ class FrameDecoder {
  private:
   Status decode_frame();
   Status decode_legacy();
-  Status skip_frame();
   // Reads the block words of `batch` blocks, and of more up to `max_batch`
   // while their bytes are already in memory; *end is set when the end mark
   // was read. Nothing is consumed.
@@ -121,7 +121,7 @@ Status FrameDecoder::run(StreamStats* stats) {
       s = decode_legacy();
       ++frames_;
     } else if (lz4f::is_skippable_magic(magic)) {
-      s = skip_frame();
+      s = lz4f::skip_skippable_frame(in_);
     } else {
       s = {StatusCode::bad_data, any ? "unknown data after the last frame" : "not an LZ4 frame (unknown magic number)"};
     }
@@ -134,23 +134,6 @@ Status FrameDecoder::run(StreamStats* stats) {
     stats->frames = frames_;
   }
   return out_.flush();
-}
-
-Status FrameDecoder::skip_frame() {
-  std::size_t avail = 0;
-  if (Status s = in_.ensure(8, &avail); !s) return s;
-  if (avail < 8) return {StatusCode::truncated, "input ends inside a skippable frame header"};
-  std::uint64_t left = read_le32(in_.data() + 4);
-  in_.consume(8);
-  while (left > 0) {
-    const std::size_t want = static_cast<std::size_t>(std::min<std::uint64_t>(left, 1u << 20));
-    if (Status s = in_.ensure(want, &avail); !s) return s;
-    if (avail == 0) return {StatusCode::truncated, "input ends inside a skippable frame"};
-    const std::size_t take = std::min(avail, want);
-    in_.consume(take);
-    left -= take;
-  }
-  return {};
 }
 
 Status FrameDecoder::scan_blocks(const lz4f::FrameHeader& h, std::size_t batch, std::size_t max_batch,

@@ -19,6 +19,7 @@
 #include "codec/lz4_frame_blocks.hpp"
 #include "cpu/lz4_block_cpu.hpp"
 #include "format/lz4_frame_format.hpp"
+#include "gpu/lz4_gpu_pipeline_host.hpp"
 #include "sched/scheduler.hpp"
 
 namespace tandem::hybrid {
@@ -431,38 +432,34 @@ struct DecodeNote {
   std::size_t capacity = 0;        // what the chunk may decode to
 };
 
-// Decodes the blocks of a chunk (their words already checked by the reader)
-// into dst, which has room for all of them. *size receives the bytes.
+// Decodes the blocks of a chunk (their words already checked by the reader;
+// parsed again as the GPU pipeline parses them) into dst, which has room for
+// all of them. *size receives the bytes. Each block's checksum is checked
+// before it is decoded, so the first bad block decides the status.
 Status decode_chunk(std::span<const std::uint8_t> in, const lz4f::FrameHeader& h, bool verify, std::uint8_t* dst,
                     std::size_t capacity, std::size_t* size) {
-  std::size_t off = 0, produced = 0;
-  const std::size_t checksum_size = h.block_checksum ? 4 : 0;
-  while (off < in.size()) {
-    if (in.size() - off < 4) return {StatusCode::bad_data, "block header cut"};
-    const std::uint32_t word = read_le32(in.data() + off);
-    const bool raw = (word & lz4f::kUncompressedBit) != 0;
-    const std::size_t n = word & ~lz4f::kUncompressedBit;
-    off += 4;
-    if (n > h.block_max || in.size() - off < n + checksum_size) return {StatusCode::bad_data, "block cut"};
-    const std::uint8_t* payload = in.data() + off;
-    if (h.block_checksum && verify && XXH32(payload, n, 0) != read_le32(payload + n)) {
-      return {StatusCode::checksum_mismatch, "block checksum"};
+  thread_local std::vector<gpu::FrameBlock> blocks;
+  if (Status s = gpu::parse_frame_blocks(in, h.block_max, h.block_checksum, &blocks); !s) return s;
+  std::size_t produced = 0;
+  for (const gpu::FrameBlock& b : blocks) {
+    if (h.block_checksum && verify) {
+      if (Status s = gpu::verify_block_checksums(in, {&b, 1}); !s) return s;
     }
+    const std::uint8_t* payload = in.data() + b.payload;
     const std::size_t room = std::min(h.block_max, capacity - produced);
     std::size_t got = 0;
-    if (raw) {
-      if (n > room) return {StatusCode::bad_data, "block decodes to more than the frame's block maximum"};
-      std::memcpy(dst + produced, payload, n);
-      got = n;
+    if (b.raw) {
+      if (b.size > room) return {StatusCode::bad_data, "block decodes to more than the frame's block maximum"};
+      std::memcpy(dst + produced, payload, b.size);
+      got = b.size;
     } else {
-      const Status s = cpu::lz4_decompress_block(payload, n, dst + produced, room, &got);
+      const Status s = cpu::lz4_decompress_block(payload, b.size, dst + produced, room, &got);
       if (s.code == StatusCode::output_too_small) {
         return {StatusCode::bad_data, "block decodes to more than the frame's block maximum"};
       }
       if (!s) return s;
     }
     produced += got;
-    off += n + checksum_size;
   }
   *size = produced;
   return {};
@@ -524,18 +521,7 @@ Status decompress_frames(Source& in, Sink& out, const Lz4DecodeOptions& o, Mutab
       if (avail < 4) return {StatusCode::truncated, "input ends inside a frame magic number"};
       const std::uint32_t magic = read_le32(in.data());
       if (lz4f::is_skippable_magic(magic)) {
-        if (Status s = in.ensure(8, &avail); !s) return s;
-        if (avail < 8) return {StatusCode::truncated, "input ends inside a skippable frame header"};
-        std::uint64_t left = read_le32(in.data() + 4);
-        in.consume(8);
-        while (left > 0) {
-          const std::size_t want = static_cast<std::size_t>(std::min<std::uint64_t>(left, 1u << 20));
-          if (Status s = in.ensure(want, &avail); !s) return s;
-          if (avail == 0) return {StatusCode::truncated, "input ends inside a skippable frame"};
-          const std::size_t take = std::min(avail, want);
-          in.consume(take);
-          left -= take;
-        }
+        if (Status s = lz4f::skip_skippable_frame(in); !s) return s;
         continue;
       }
       if (magic != lz4f::kFrameMagic) {
