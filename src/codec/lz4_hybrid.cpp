@@ -688,7 +688,6 @@ Status decompress_frames(Source& in, Sink& out, const Lz4DecodeOptions& o, Mutab
   sched::RunMetrics local;
   sched::RunMetrics* m = o.metrics ? o.metrics : &local;
   if (Status s = run_scheduler(so, work, leases, po, cpu, gpu_in, m); !s) return s;
-  if (frame) return {StatusCode::truncated, "input ends inside a frame"};
   if (stats) {
     stats->bytes_in = in.position() - start_in;
     stats->bytes_out = out.position() - start_out;

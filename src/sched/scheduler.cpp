@@ -87,8 +87,6 @@ class Run {
   RunMetrics& m_;  // the timeline entries belong to their workers; the rest is under mu_
   Clock::time_point start_ = Clock::now();
   std::uint64_t limit_ = 0;
-  int cpu_count_ = 0;
-  int gpu_count_ = 0;
 
   std::mutex mu_;
   std::condition_variable room_cv_, work_cv_, write_cv_;
@@ -491,8 +489,6 @@ Status Run::go() {
     const std::uint64_t chunks = std::max<std::uint64_t>(1, (opt_.input_size + opt_.chunk_size - 1) / opt_.chunk_size);
     cpu_workers = static_cast<int>(std::min<std::uint64_t>(static_cast<std::uint64_t>(cpu_workers), chunks));
   }
-  cpu_count_ = cpu_workers;
-  gpu_count_ = gpu_workers;
   m_.cpu_workers = cpu_workers;
   m_.gpu_workers = gpu_workers;
   spare_limit_ = static_cast<std::size_t>(cpu_workers) * 2 + 2;
