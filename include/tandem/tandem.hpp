@@ -190,6 +190,16 @@ class Sink {
   virtual Status flush() { return {}; }
   // Bytes committed so far.
   virtual std::uint64_t position() const = 0;
+  // Where bytes [position, position + n) of the output will lie, for a
+  // writer that fills them ahead of the position: it commits them later, in
+  // order, and reserve() then returns that same address, so that nothing is
+  // copied. Null when the sink has no such fixed memory (a stream, a growing
+  // vector) or the bytes would not fit; the default.
+  virtual std::uint8_t* place(std::uint64_t position, std::size_t n) {
+    (void)position;
+    (void)n;
+    return nullptr;
+  }
   // Convenience: reserve, copy, commit.
   Status write(const void* data, std::size_t n);
 };

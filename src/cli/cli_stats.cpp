@@ -34,7 +34,7 @@ nlohmann::json run_json(const FileRun& r) {
   for (const sched::WorkerTimeline& t : m.timeline) {
     double busy = 0;
     for (const sched::Span& s : t.spans) busy += s.end_seconds - s.start_seconds;
-    workers.push_back({{"kind", t.kind == sched::WorkerKind::cpu ? "cpu" : "gpu"},
+    workers.push_back({{"kind", sched::worker_kind_name(t.kind)},
                        {"id", t.id},
                        {"calls", t.spans.size()},
                        {"span_seconds", busy}});
@@ -56,6 +56,7 @@ nlohmann::json run_json(const FileRun& r) {
             {"gpu", kind_json(m.gpu, r.decompress)},
             {"gpu_transfer_seconds", m.gpu_transfer_seconds},
             {"gpu_kernel_seconds", m.gpu_kernel_seconds},
+            {"gpu_kernel_busy_seconds", m.gpu_kernel_busy_seconds},
             {"gpu_idle_seconds", m.gpu_idle_seconds},
             {"queue_wait_seconds", m.queue_wait_seconds},
             {"read_wait_seconds", m.read_wait_seconds},
@@ -90,6 +91,11 @@ void print_run_stats(const FileRun& r) {
     std::fprintf(stderr, "  gpu: %llu batches, transfers %.1f ms, kernels %.1f ms, idle %.1f ms\n",
                  static_cast<unsigned long long>(m.gpu_batches), m.gpu_transfer_seconds * 1e3,
                  m.gpu_kernel_seconds * 1e3, m.gpu_idle_seconds * 1e3);
+    if (m.gpu_kernel_busy_seconds > 0) {
+      std::fprintf(stderr, "  device: kernels queued or running %.1f ms of the %.1f ms wall (%.0f%%)\n",
+                   m.gpu_kernel_busy_seconds * 1e3, m.wall_seconds * 1e3,
+                   m.wall_seconds > 0 ? 100.0 * m.gpu_kernel_busy_seconds / m.wall_seconds : 0.0);
+    }
   }
   std::fprintf(stderr, "  waits: reader %.1f ms, writer %.1f ms\n", m.read_wait_seconds * 1e3,
                m.writer_wait_seconds * 1e3);

@@ -9,10 +9,12 @@
 #include <condition_variable>
 #include <system_error>
 #include <thread>
+#include <cstdlib>
 #include <cstring>
 #include <deque>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -100,16 +102,67 @@ GpuLeases lease_gpus(bool wanted) {
 using CpuFn = std::function<Status(const sched::Chunk&, sched::ChunkOutput*)>;
 using InFn = std::function<gpu::PipelineIn(const sched::Chunk&)>;
 
+// Compression into a sink with fixed memory (Sink::place): the GPU copies a
+// batch's frame blocks straight into their place in the output, so that the
+// writer only commits them. A batch's place is known once every earlier
+// chunk's size is: the ledger holds the first chunk whose place is not yet
+// taken and where it starts. The writer moves it on as it writes; a batch
+// that starts there takes its room and moves it past itself.
+//
+// A batch placed and then abandoned (the GPU failed) leaves the ledger past
+// chunks that the CPU will compress again, to other sizes: the queue stops
+// the ledger then, and nothing is placed for the rest of the run. Runs with
+// one GPU only, so that no other GPU places a batch after such chunks before
+// the ledger stops.
+class Ledger {
+ public:
+  Ledger(Sink& out, std::uint64_t position) : out_(out), position_(position) {}
+  // Room for chunks [first, end), `bytes` long, when chunk `first` starts
+  // where the ledger stands and `accept` takes the room; else null.
+  std::uint8_t* place(std::uint64_t first, std::uint64_t end, std::size_t bytes,
+                      const std::function<bool(const void*, std::size_t)>& accept) {
+    const std::lock_guard lk(mu_);
+    if (stopped_ || first != next_) return nullptr;
+    std::uint8_t* room = out_.place(position_, bytes);
+    if (!room || !accept(room, bytes)) return nullptr;
+    next_ = end;
+    position_ += bytes;
+    return room;
+  }
+  void stop() {
+    const std::lock_guard lk(mu_);
+    stopped_ = true;
+  }
+  // The writer wrote chunk `index`, the sink standing at `position` after it.
+  void written(std::uint64_t index, std::uint64_t position) {
+    const std::lock_guard lk(mu_);
+    if (index + 1 > next_) {
+      next_ = index + 1;
+      position_ = position;
+    }
+  }
+
+ private:
+  Sink& out_;
+  std::mutex mu_;
+  std::uint64_t next_ = 0;
+  std::uint64_t position_;
+  bool stopped_ = false;
+};
+
 // A scheduler GPU queue over a pipeline. The pipeline starts (begin) with the
 // first batch, so that a device that fails then is a fault the scheduler hands
 // back like any other. A chunk the device refuses is done again by the CPU
 // function, whose verdict counts.
 class PipelineQueue final : public sched::GpuQueue {
  public:
-  PipelineQueue(gpu::Lz4Pipeline& p, const gpu::Lz4PipelineOptions& o, CpuFn redo, InFn in)
-      : p_(p), o_(o), redo_(std::move(redo)), in_(std::move(in)) {}
+  PipelineQueue(gpu::Lz4Pipeline& p, const gpu::Lz4PipelineOptions& o, CpuFn redo, InFn in, Ledger* ledger)
+      : p_(p), o_(o), redo_(std::move(redo)), in_(std::move(in)), ledger_(ledger) {}
   int depth() const override { return p_.depth(); }
-  std::size_t batch_bytes() const override { return p_.batch_bytes(); }
+  std::size_t batch_bytes() const override {
+    if (const char* e = std::getenv("TANDEM_EXP_BATCH_MIB")) return std::strtoull(e, nullptr, 10) << 20;  // EXPERIMENT
+    return p_.batch_bytes();
+  }
   Status submit(std::span<const sched::Chunk> chunks) override {
     if (!begun_) {
       if (Status s = p_.begin(o_); !s) return s;
@@ -117,7 +170,14 @@ class PipelineQueue final : public sched::GpuQueue {
     }
     ins_.clear();
     for (const sched::Chunk& c : chunks) ins_.push_back(in_(c));
-    if (Status s = p_.submit(ins_); !s) return s;
+    gpu::PlaceFn place;
+    if (ledger_ && !chunks.empty()) {
+      const std::uint64_t first = chunks.front().index, end = chunks.back().index + 1;
+      place = [this, first, end](std::size_t bytes) {
+        return ledger_->place(first, end, bytes, [this](const void* p, std::size_t n) { return p_.placeable(p, n); });
+      };
+    }
+    if (Status s = p_.submit(ins_, std::move(place)); !s) return s;
     flight_.emplace_back(chunks.begin(), chunks.end());
     return {};
   }
@@ -141,9 +201,18 @@ class PipelineQueue final : public sched::GpuQueue {
     outs_.clear();
     times->transfer_seconds = (bt.h2d_ms + bt.d2h_ms) / 1000;
     times->kernel_seconds = bt.kernel_ms / 1000;
+    if (bt.timed) {
+      times->device_timed = true;
+      times->copy_in_start = bt.h2d_start;
+      times->copy_in_end = bt.h2d_end;
+      times->kernels_end = bt.kernel_end;
+      times->copy_out_start = bt.d2h_start;
+      times->copy_out_end = bt.d2h_end;
+    }
     return {};
   }
   void abandon() override {
+    if (ledger_) ledger_->stop();
     p_.abandon();
     flight_.clear();
     outs_.clear();
@@ -154,6 +223,7 @@ class PipelineQueue final : public sched::GpuQueue {
   gpu::Lz4PipelineOptions o_;
   CpuFn redo_;
   InFn in_;
+  Ledger* ledger_;
   bool begun_ = false;
   std::vector<gpu::PipelineIn> ins_;
   std::vector<gpu::PipelineOut> outs_;
@@ -163,11 +233,11 @@ class PipelineQueue final : public sched::GpuQueue {
 // The scheduler run shared by both directions: queues over the leased
 // pipelines, the options, the metrics.
 Status run_scheduler(const sched::SchedulerOptions& so, sched::Work& work, GpuLeases& leases,
-                     const gpu::Lz4PipelineOptions& po, const CpuFn& cpu, const InFn& in,
+                     const gpu::Lz4PipelineOptions& po, const CpuFn& cpu, const InFn& in, Ledger* ledger,
                      sched::RunMetrics* metrics) {
   std::vector<std::unique_ptr<PipelineQueue>> queues;
   for (gpu::Lz4Pipeline* p : leases.pipelines) {
-    queues.push_back(std::make_unique<PipelineQueue>(*p, po, cpu, in));
+    queues.push_back(std::make_unique<PipelineQueue>(*p, po, cpu, in, ledger));
     work.gpus.push_back(queues.back().get());
   }
   return sched::run(so, work, metrics);
@@ -389,9 +459,13 @@ Status compress_frame(Source& in, Sink& out, const Lz4FrameOptions& o, StreamSta
     return {};
   };
   work.cpu = cpu;
+  // Placement needs fixed memory behind the sink, and one GPU (see Ledger).
+  std::optional<Ledger> ledger;
+  if (leases.pipelines.size() == 1 && out.place(out.position(), 0)) ledger.emplace(out, out.position());
   work.sink = [&](const sched::Chunk& c, sched::ChunkOutput&& done) -> Status {
     const auto bytes = done.data();
     if (Status s = write_out(out, bytes, crew.get()); !s) return s;
+    if (ledger) ledger->written(c.index, out.position());
     if (c.note) {
       pool.put(std::move(const_cast<Note*>(static_cast<const Note*>(c.note))->owned));
     }
@@ -405,7 +479,7 @@ Status compress_frame(Source& in, Sink& out, const Lz4FrameOptions& o, StreamSta
   const InFn gpu_in = [](const sched::Chunk& c) { return gpu::PipelineIn{c.data, nullptr, 0}; };
   sched::RunMetrics local;
   sched::RunMetrics* m = o.metrics ? o.metrics : &local;
-  if (Status s = run_scheduler(so, work, leases, po, cpu, gpu_in, m); !s) return s;
+  if (Status s = run_scheduler(so, work, leases, po, cpu, gpu_in, ledger ? &*ledger : nullptr, m); !s) return s;
 
   return lz4f::end_frame(out, header, content, xxh, stats);
 }
@@ -687,7 +761,7 @@ Status decompress_frames(Source& in, Sink& out, const Lz4DecodeOptions& o, Mutab
   };
   sched::RunMetrics local;
   sched::RunMetrics* m = o.metrics ? o.metrics : &local;
-  if (Status s = run_scheduler(so, work, leases, po, cpu, gpu_in, m); !s) return s;
+  if (Status s = run_scheduler(so, work, leases, po, cpu, gpu_in, nullptr, m); !s) return s;
   if (stats) {
     stats->bytes_in = in.position() - start_in;
     stats->bytes_out = out.position() - start_out;

@@ -159,6 +159,10 @@ class BufferSink final : public Sink {
     return {};
   }
   std::uint64_t position() const override { return pos_; }
+  std::uint8_t* place(std::uint64_t position, std::size_t n) override {
+    if (position < pos_ || position > cap_ || n > cap_ - position) return nullptr;
+    return p_ + position;
+  }
 
  private:
   std::uint8_t* p_;

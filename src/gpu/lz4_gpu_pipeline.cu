@@ -28,6 +28,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <cstring>
@@ -290,7 +291,9 @@ struct Slot {
   std::size_t m = 0;                // compression: blocks; decompression: LZ4 blocks
   std::size_t r = 0;                // decompression: raw blocks
   std::size_t frames_bound = 0;     // compression: bytes of d_frames that may be used
-  OutputPool::Handle out;           // where the bytes come back
+  OutputPool::Handle out;           // where the bytes come back...
+  PlaceFn place;                    // compression: the caller's room, asked for when the size is known
+  std::uint8_t* placed = nullptr;   // ...or here, the room place() gave
   bool busy = false;                // has work on its stream
   bool output_queued = false;       // its copy back is queued
 };
@@ -307,6 +310,7 @@ class CudaPipeline final : public Lz4Pipeline {
       }
       if (s.stream) (void)cudaStreamDestroy(s.stream);
     }
+    if (epoch_) (void)cudaEventDestroy(epoch_);
   }
 
   Status init() {
@@ -326,6 +330,12 @@ class CudaPipeline final : public Lz4Pipeline {
     if (fault_fires(Fault::no_device)) return injected_fault(Fault::no_device);
     if (Status s = check_pipeline_options(options); !s) return s;
     TANDEM_CUDA_CHECK(cudaSetDevice(gpu_), "cudaSetDevice");
+    // The device's clock against the host's: an event on an idle stream,
+    // and the host's time once it has passed.
+    if (!epoch_) TANDEM_CUDA_CHECK(cudaEventCreate(&epoch_), "cudaEventCreate");
+    TANDEM_CUDA_CHECK(cudaEventRecord(epoch_, slots_[0].stream), "cudaEventRecord");
+    TANDEM_CUDA_CHECK(cudaEventSynchronize(epoch_), "cudaEventSynchronize");
+    epoch_host_ = std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
     options_ = options;
     begun_ = true;
     return {};
@@ -333,7 +343,11 @@ class CudaPipeline final : public Lz4Pipeline {
 
   int depth() const override { return kPipelineDepth; }
   std::size_t batch_bytes() const override { return kPipelineBatchBytes; }
-  Status submit(std::span<const PipelineIn> chunks) override;
+  Status submit(std::span<const PipelineIn> chunks, PlaceFn place) override;
+  bool placeable(const void* p, std::size_t n) const override {
+    if (!p) return n == 0;
+    return n == 0 || (is_pinned(p) && is_pinned(static_cast<const std::uint8_t*>(p) + n - 1));
+  }
   Status complete(std::vector<PipelineOut>* outs, BatchTimes* times) override;
 
   void abandon() override {
@@ -343,6 +357,8 @@ class CudaPipeline final : public Lz4Pipeline {
       s.busy = false;
       s.output_queued = false;
       s.out.reset();
+      s.place = nullptr;
+      s.placed = nullptr;
     }
     (void)cudaGetLastError();
     head_ = 0;
@@ -364,12 +380,16 @@ class CudaPipeline final : public Lz4Pipeline {
     slot.busy = false;
     slot.output_queued = false;
     slot.out.reset();
+    slot.place = nullptr;
+    slot.placed = nullptr;
     head_ = (head_ + 1) % kPipelineDepth;
     --count_;
   }
 
   const int gpu_;
   Slot slots_[kPipelineDepth];
+  cudaEvent_t epoch_ = nullptr;  // recorded by begin()...
+  double epoch_host_ = 0;        // ...when the host's steady clock read this
   int head_ = 0;   // the oldest batch's slot
   int count_ = 0;  // batches in flight
   Lz4PipelineOptions options_;
@@ -384,11 +404,32 @@ class CudaPipeline final : public Lz4Pipeline {
 // Chunks not in pinned memory go first in the device data region (behind the
 // item arrays, as they are in the staging, so that one copy takes them all);
 // pinned chunks follow, each copied from where it is.
-void place_chunk(ChunkPlan& c, std::size_t* staged, std::size_t* pinned) {
+//
+// A pinned chunk that starts where the previous pinned chunk of the batch
+// ended, in host memory, follows it on the device too (when that keeps it
+// aligned), so that one copy takes both: a batch of consecutive chunks of
+// one buffer goes over in one copy.
+void place_chunk(ChunkPlan& c, const ChunkPlan* last_pinned, std::size_t* staged, std::size_t* pinned) {
   c.pinned = !c.data.empty() && is_pinned(c.data.data());
+  if (c.pinned && last_pinned) {
+    const std::size_t end = last_pinned->dev_offset + last_pinned->data.size();
+    if (last_pinned->data.data() + last_pinned->data.size() == c.data.data() && end % kAlign == 0) {
+      c.dev_offset = end;
+      *pinned = align_up(end + c.data.size());
+      return;
+    }
+  }
   std::size_t* end = c.pinned ? pinned : staged;
   c.dev_offset = *end;
   *end += align_up(c.data.size());
+}
+
+// The pinned chunk placed last in the slot, or null.
+const ChunkPlan* last_pinned_chunk(const Slot& slot) {
+  for (auto it = slot.chunks.rbegin(); it != slot.chunks.rend(); ++it) {
+    if (it->pinned) return &*it;
+  }
+  return nullptr;
 }
 
 void CudaPipeline::plan_compress(Slot& slot, std::span<const PipelineIn> chunks, std::size_t* staged,
@@ -399,9 +440,10 @@ void CudaPipeline::plan_compress(Slot& slot, std::span<const PipelineIn> chunks,
   slot.r = 0;
   slot.frames_bound = 0;
   for (const PipelineIn& in : chunks) {
+    const ChunkPlan* last = last_pinned_chunk(slot);
     ChunkPlan& c = slot.chunks.emplace_back();
     c.data = in.data;
-    place_chunk(c, staged, pinned);
+    place_chunk(c, last, staged, pinned);
     c.first = slot.m;
     c.count = pipeline_block_count(c.data.size(), bs);
     slot.m += c.count;
@@ -433,7 +475,7 @@ void CudaPipeline::plan_decompress(Slot& slot, std::span<const PipelineIn> chunk
     c.area = area;
     area += need;
     c.direct_pinned = c.direct && is_pinned(c.direct);
-    place_chunk(c, staged, pinned);
+    place_chunk(c, last_pinned_chunk(slot), staged, pinned);
     c.first = slot.frames.size();
     c.count = parsed.size();
     for (const FrameBlock& b : parsed) {
@@ -444,7 +486,7 @@ void CudaPipeline::plan_decompress(Slot& slot, std::span<const PipelineIn> chunk
   slot.frames_bound = area;  // the output area
 }
 
-Status CudaPipeline::submit(std::span<const PipelineIn> chunks) {
+Status CudaPipeline::submit(std::span<const PipelineIn> chunks, PlaceFn place) {
   if (!begun_) return {StatusCode::invalid_argument, "submit before begin"};
   if (count_ >= kPipelineDepth) return {StatusCode::invalid_argument, "submit beyond the pipeline's depth"};
   TANDEM_CUDA_CHECK(cudaSetDevice(gpu_), "cudaSetDevice");
@@ -453,6 +495,8 @@ Status CudaPipeline::submit(std::span<const PipelineIn> chunks) {
   slot.chunks.clear();
   slot.output_queued = false;
   slot.out.reset();
+  slot.place = options_.mode == PipelineMode::compress ? std::move(place) : nullptr;
+  slot.placed = nullptr;
   std::size_t staged = 0, pinned = 0;
   if (options_.mode == PipelineMode::compress) {
     plan_compress(slot, chunks, &staged, &pinned);
@@ -544,11 +588,30 @@ Status CudaPipeline::launch(Slot& slot, std::size_t staged, std::size_t pinned) 
   TANDEM_CUDA_CHECK(cudaMemcpyAsync(slot.d_in.data(), slot.h_in.data(), arrays + staged, cudaMemcpyHostToDevice,
                                     stream),
                     "cudaMemcpyAsync (batch to the device)");
+  // Pinned chunks, runs of consecutive ones in one copy each.
+  const std::uint8_t* run_host = nullptr;
+  std::uint8_t* run_dev = nullptr;
+  std::size_t run_bytes = 0;
+  auto copy_run = [&]() -> Status {
+    if (run_bytes > 0) {
+      TANDEM_CUDA_CHECK(cudaMemcpyAsync(run_dev, run_host, run_bytes, cudaMemcpyHostToDevice, stream),
+                        "cudaMemcpyAsync (pinned chunks to the device)");
+    }
+    run_bytes = 0;
+    return {};
+  };
   for (const ChunkPlan& c : slot.chunks) {
     if (!c.status || !c.pinned) continue;
-    TANDEM_CUDA_CHECK(cudaMemcpyAsync(d_chunk(c), c.data.data(), c.data.size(), cudaMemcpyHostToDevice, stream),
-                      "cudaMemcpyAsync (pinned chunk to the device)");
+    if (run_bytes > 0 && run_host + run_bytes == c.data.data() && run_dev + run_bytes == d_chunk(c)) {
+      run_bytes += c.data.size();
+      continue;
+    }
+    if (Status s = copy_run(); !s) return s;
+    run_host = c.data.data();
+    run_dev = d_chunk(c);
+    run_bytes = c.data.size();
   }
+  if (Status s = copy_run(); !s) return s;
   TANDEM_CUDA_CHECK(cudaEventRecord(slot.h2d_end, stream), "cudaEventRecord");
 
   const ItemArrays d(slot.d_in.data(), m, r);
@@ -599,12 +662,16 @@ Status CudaPipeline::queue_output(Slot& slot, bool wait) {
     const Results res(slot.mode, slot.h_result.data(), slot.m);
     const std::size_t total = res.places[slot.m];
     if (total > slot.frames_bound) return {StatusCode::device_error, "GPU frame blocks larger than their bound"};
-    if (total > 0) {
+    // The caller's room when it has it now (every earlier chunk's place is
+    // known), else a pool buffer.
+    slot.placed = slot.place && total > 0 ? slot.place(total) : nullptr;
+    if (total > 0 && !slot.placed) {
       if (Status s = pool_.take(total, wait, &slot.out); !s || !slot.out) return s;
     }
     TANDEM_CUDA_CHECK(cudaEventRecord(slot.d2h_start, stream), "cudaEventRecord");
     if (total > 0) {
-      TANDEM_CUDA_CHECK(cudaMemcpyAsync(slot.out->data(), slot.d_frames.data(), total, cudaMemcpyDeviceToHost, stream),
+      std::uint8_t* const dst = slot.placed ? slot.placed : slot.out->data();
+      TANDEM_CUDA_CHECK(cudaMemcpyAsync(dst, slot.d_frames.data(), total, cudaMemcpyDeviceToHost, stream),
                         "cudaMemcpyAsync (frame blocks to the host)");
     }
   } else {
@@ -710,8 +777,23 @@ Status CudaPipeline::complete(std::vector<PipelineOut>* outs, BatchTimes* times)
                        cudaEventElapsedTime(&kernel, slot.h2d_end, slot.kernel_end) == cudaSuccess &&
                        cudaEventElapsedTime(&results, slot.kernel_end, slot.results_ready) == cudaSuccess &&
                        cudaEventElapsedTime(&data, slot.d2h_start, slot.d2h_end) == cudaSuccess;
-    if (!timed) (void)cudaGetLastError();
+    float at[5] = {};
+    const bool placed = timed && cudaEventElapsedTime(&at[0], epoch_, slot.h2d_start) == cudaSuccess &&
+                        cudaEventElapsedTime(&at[1], epoch_, slot.h2d_end) == cudaSuccess &&
+                        cudaEventElapsedTime(&at[2], epoch_, slot.kernel_end) == cudaSuccess &&
+                        cudaEventElapsedTime(&at[3], epoch_, slot.d2h_start) == cudaSuccess &&
+                        cudaEventElapsedTime(&at[4], epoch_, slot.d2h_end) == cudaSuccess;
+    if (!timed || !placed) (void)cudaGetLastError();
     *times = timed ? BatchTimes{h2d, kernel, double{results} + data} : BatchTimes{};
+    if (placed) {
+      // The copy back spans the results' and the bytes' copies.
+      times->timed = true;
+      times->h2d_start = epoch_host_ + at[0] / 1e3;
+      times->h2d_end = epoch_host_ + at[1] / 1e3;
+      times->kernel_end = epoch_host_ + at[2] / 1e3;
+      times->d2h_start = epoch_host_ + at[2] / 1e3;
+      times->d2h_end = epoch_host_ + at[4] / 1e3;
+    }
   }
   slot.busy = false;
   finish(slot, outs);
@@ -730,16 +812,21 @@ void CudaPipeline::finish(Slot& slot, std::vector<PipelineOut>* outs) {
   };
   if (slot.mode == PipelineMode::compress) {
     const Results res(slot.mode, slot.h_result.data(), slot.m);
-    if (options_.block_checksum && slot.m > 0) {
-      // The places are relative to the packed area, which the buffer holds from 0.
-      write_block_checksums(buffer->data(), res.places, slot.m);
-    }
+    // The places are relative to the packed area, which the room or the
+    // buffer holds from 0.
+    std::uint8_t* const base = slot.placed ? slot.placed : buffer ? buffer->data() : nullptr;
+    if (options_.block_checksum && slot.m > 0) write_block_checksums(base, res.places, slot.m);
     for (std::size_t i = 0; i < slot.chunks.size(); ++i) {
       const ChunkPlan& c = slot.chunks[i];
       PipelineOut& o = (*outs)[i];
       o = {};
       const std::size_t begin = res.places[c.first], end = res.places[c.first + c.count];
-      if (end > begin) view(begin, end - begin, &o);
+      if (end <= begin) continue;
+      if (slot.placed) {
+        o.bytes = {slot.placed + begin, end - begin};
+      } else {
+        view(begin, end - begin, &o);
+      }
     }
     return;
   }

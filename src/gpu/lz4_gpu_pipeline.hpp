@@ -35,6 +35,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <span>
@@ -67,11 +68,24 @@ struct PipelineOut {
   std::shared_ptr<const void> keep;    // holds the memory of bytes while alive (null for direct)
 };
 
+// Compression: where a batch's frame bytes go instead of the pipeline's own
+// buffers. Called at most once per batch (and batches in the order of their
+// submission), on the thread that calls complete(), once the batch's size is
+// known; returns room for `bytes` bytes that placeable() accepts, or null for
+// the pipeline's buffers. The batch's outputs are then views of that room,
+// with no keep. A null return has no effect: it may be asked again.
+using PlaceFn = std::function<std::uint8_t*(std::size_t bytes)>;
+
 // Device time of one batch, from CUDA events, in milliseconds.
 struct BatchTimes {
   double h2d_ms = 0;
   double kernel_ms = 0;
   double d2h_ms = 0;
+  // The same on the host's clock, when known: std::chrono::steady_clock
+  // seconds since its epoch, of the start and end of the copy in, the end of
+  // the kernels, the start and end of the copy back.
+  bool timed = false;
+  double h2d_start = 0, h2d_end = 0, kernel_end = 0, d2h_start = 0, d2h_end = 0;
 };
 
 // Faults that tests inject to check that a run survives the GPU failing.
@@ -116,7 +130,11 @@ class Lz4Pipeline {
   // Queues one batch (copies and kernels) and returns without waiting for
   // the device. device_error / no_device: the device failed; the caller
   // should abandon() and give every chunk in flight to the CPU.
-  virtual Status submit(std::span<const PipelineIn> chunks) = 0;
+  // `place` (compression; may be empty): see PlaceFn.
+  virtual Status submit(std::span<const PipelineIn> chunks, PlaceFn place = {}) = 0;
+  // Whether host memory [p, p + n) can receive placed bytes: the device
+  // copies straight into it (pinned memory).
+  virtual bool placeable(const void* p, std::size_t n) const = 0;
   // Waits for the oldest batch in flight; outs receives one entry per chunk
   // of it, in order. Returns device_error when the device failed (then the
   // outs are not to be used); otherwise ok, with each chunk's own status in

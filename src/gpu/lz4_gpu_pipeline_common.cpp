@@ -171,6 +171,7 @@ namespace {
 struct EmulatedBatch {
   std::vector<std::vector<std::uint8_t>> bytes;  // per chunk (unless direct)
   std::vector<PipelineOut> outs;
+  PlaceFn place;  // compression: the caller's room, asked at complete()
 };
 
 class EmulatedPipeline final : public Lz4Pipeline {
@@ -188,7 +189,9 @@ class EmulatedPipeline final : public Lz4Pipeline {
   int depth() const override { return kPipelineDepth; }
   std::size_t batch_bytes() const override { return kPipelineBatchBytes; }
 
-  Status submit(std::span<const PipelineIn> chunks) override {
+  bool placeable(const void* p, std::size_t n) const override { return p != nullptr || n == 0; }
+
+  Status submit(std::span<const PipelineIn> chunks, PlaceFn place) override {
     if (!begun_) return {StatusCode::invalid_argument, "submit before begin"};
     if (in_flight() >= depth()) return {StatusCode::invalid_argument, "submit beyond the pipeline's depth"};
     if (fault_fires(Fault::out_of_memory)) return injected_fault(Fault::out_of_memory);
@@ -208,6 +211,7 @@ class EmulatedPipeline final : public Lz4Pipeline {
       const bool direct = options_.mode == PipelineMode::decompress && chunks[i].direct;
       if (!o.bytes.empty() && !direct) o.keep = std::shared_ptr<const void>(batch, batch.get());
     }
+    if (options_.mode == PipelineMode::compress) batch->place = std::move(place);
     fifo_.push_back(std::move(batch));
     return {};
   }
@@ -218,6 +222,7 @@ class EmulatedPipeline final : public Lz4Pipeline {
     fifo_.pop_front();
     if (times) *times = {};
     if (fault_fires(Fault::kernel)) return injected_fault(Fault::kernel);
+    if (batch->place) place(*batch);
     // The outs keep the batch alive through their `keep`; the FIFO lets go.
     *outs = std::move(batch->outs);
     return {};
@@ -227,6 +232,21 @@ class EmulatedPipeline final : public Lz4Pipeline {
   int in_flight() const override { return static_cast<int>(fifo_.size()); }
 
  private:
+  // The batch's frame bytes, one chunk after another, into the caller's room
+  // when it gives one, as the device would copy them there.
+  static void place(EmulatedBatch& batch) {
+    std::size_t total = 0;
+    for (const PipelineOut& o : batch.outs) total += o.bytes.size();
+    std::uint8_t* room = batch.place(total);
+    if (!room) return;
+    for (PipelineOut& o : batch.outs) {
+      if (!o.bytes.empty()) std::memcpy(room, o.bytes.data(), o.bytes.size());
+      o.bytes = {room, o.bytes.size()};
+      o.keep.reset();
+      room += o.bytes.size();
+    }
+  }
+
   void compress_chunk(const PipelineIn& in, std::vector<std::uint8_t>* bytes, PipelineOut* out) const {
     const std::size_t bs = options_.block_size;
     const std::size_t n = in.data.size();

@@ -263,6 +263,9 @@ void Run::cpu_worker(std::size_t slot) {
 
 void Run::gpu_worker(std::size_t slot, int gpu) {
   std::vector<Span>& spans = m_.timeline[slot].spans;
+  // This GPU's three device rows, after every worker's row.
+  const std::size_t device_row = slot - static_cast<std::size_t>(gpu) + static_cast<std::size_t>(m_.gpu_workers) +
+                                 3 * static_cast<std::size_t>(gpu);
   GpuQueue& queue = *work_.gpus[static_cast<std::size_t>(gpu)];
   const auto born = Clock::now();
   std::deque<Batch> flight;
@@ -379,6 +382,19 @@ void Run::gpu_worker(std::size_t slot, int gpu) {
     }
     m_.gpu_transfer_seconds += times.transfer_seconds;
     m_.gpu_kernel_seconds += times.kernel_seconds;
+    if (times.device_timed) {
+      const double base = std::chrono::duration<double>(start_.time_since_epoch()).count();
+      const Span one{b.chunks.front().index, b.chunks.size(), 0, 0, false};
+      auto put = [&](std::size_t row, double from, double to) {
+        Span s = one;
+        s.start_seconds = from - base;
+        s.end_seconds = to - base;
+        m_.timeline[row].spans.push_back(s);
+      };
+      put(device_row, times.copy_in_start, times.copy_in_end);
+      put(device_row + 1, times.copy_in_end, times.kernels_end);
+      put(device_row + 2, times.copy_out_start, times.copy_out_end);
+    }
     m_.gpu_batches += 1;
     for (std::size_t i = 0; i < b.chunks.size(); ++i) finish(WorkerKind::gpu, b.chunks[i], std::move(outs[i]));
     chunks_done += b.chunks.size();
@@ -505,6 +521,13 @@ Status Run::go() {
   m_.timeline.clear();
   for (int i = 0; i < cpu_workers; ++i) m_.timeline.push_back(WorkerTimeline{WorkerKind::cpu, i, {}});
   for (int g = 0; g < gpu_workers; ++g) m_.timeline.push_back(WorkerTimeline{WorkerKind::gpu, g, {}});
+  // The devices' rows, dropped at the end where no device timed a batch.
+  for (int g = 0; g < gpu_workers; ++g) {
+    for (const WorkerKind k : {WorkerKind::gpu_copy_in, WorkerKind::gpu_kernels, WorkerKind::gpu_copy_out}) {
+      m_.timeline.push_back(WorkerTimeline{k, g, {}});
+    }
+  }
+  const std::size_t threads_started = static_cast<std::size_t>(cpu_workers + gpu_workers);
 
   if (gpu_workers == 0 && known && opt_.input_size <= opt_.chunk_size) {
     const Status st = run_inline();
@@ -513,7 +536,7 @@ Status Run::go() {
   }
 
   std::vector<std::thread> threads;
-  threads.reserve(m_.timeline.size() + 1);
+  threads.reserve(threads_started + 1);
   try {
     threads.emplace_back([this] { writer(); });
     for (int i = 0; i < cpu_workers; ++i) threads.emplace_back([this, i] { cpu_worker(static_cast<std::size_t>(i)); });
@@ -532,13 +555,28 @@ Status Run::go() {
   m_.queue_wait_seconds = m_.cpu.queue_wait_seconds + m_.gpu.queue_wait_seconds;
   for (const WorkerTimeline& t : m_.timeline) {
     if (t.kind == WorkerKind::gpu) m_.gpu.busy_seconds += busy_union_seconds(t.spans);
+    if (t.kind == WorkerKind::gpu_kernels) m_.gpu_kernel_busy_seconds += busy_union_seconds(t.spans);
   }
+  std::erase_if(m_.timeline, [&](const WorkerTimeline& t) {
+    return t.kind != WorkerKind::cpu && t.kind != WorkerKind::gpu && t.spans.empty();
+  });
   m_.gpu_idle_seconds = std::max(0.0, gpu_alive_seconds_ - m_.gpu.busy_seconds);
   if (exception_) std::rethrow_exception(exception_);
   return error_;
 }
 
 }  // namespace
+
+const char* worker_kind_name(WorkerKind kind) {
+  switch (kind) {
+    case WorkerKind::cpu: return "cpu";
+    case WorkerKind::gpu: return "gpu";
+    case WorkerKind::gpu_copy_in: return "gpu copy in";
+    case WorkerKind::gpu_kernels: return "gpu kernels";
+    case WorkerKind::gpu_copy_out: return "gpu copy out";
+  }
+  return "?";
+}
 
 Status run(const SchedulerOptions& options, const Work& work, RunMetrics* metrics) {
   RunMetrics local;

@@ -96,12 +96,22 @@ enum class Policy {
   automatic,  // both; inputs under cpu_only_below go to the CPU only
 };
 
-enum class WorkerKind { cpu, gpu };
+// The kinds of rows in a timeline: the worker threads, and what a GPU
+// worker's device did, as the device timed it.
+enum class WorkerKind { cpu, gpu, gpu_copy_in, gpu_kernels, gpu_copy_out };
+// "cpu", "gpu", "gpu copy in", "gpu kernels", "gpu copy out".
+const char* worker_kind_name(WorkerKind kind);
 
 // Device time of one batch, as the queue measured it.
 struct GpuTimes {
   double transfer_seconds = 0;  // copies both ways
   double kernel_seconds = 0;
+  // When the device timed the batch: its copy to the device, its kernels
+  // (from the end of that copy to the end of the last kernel: they may wait
+  // there for another batch's kernels) and its copy back, as times of
+  // std::chrono::steady_clock, in seconds since that clock's epoch.
+  bool device_timed = false;
+  double copy_in_start = 0, copy_in_end = 0, kernels_end = 0, copy_out_start = 0, copy_out_end = 0;
 };
 
 // A GPU worker's device. Its calls come from that worker's thread only.
@@ -200,12 +210,20 @@ struct RunMetrics {
   double gpu_idle_seconds = 0;       // GPU workers alive with no batch in flight, summed
   double gpu_transfer_seconds = 0;   // device copies both ways, as the queues measured them
   double gpu_kernel_seconds = 0;
+  // Time with the kernels of at least one batch queued or running on a
+  // device (the union of the gpu_kernels rows; 0 when no device timed its
+  // batches). The wall time less this is the time the devices had no
+  // kernel to run.
+  double gpu_kernel_busy_seconds = 0;
   double read_wait_seconds = 0;      // the source side waiting for room (backpressure)
   double writer_wait_seconds = 0;    // the writer waiting for the next chunk in order
   int cpu_workers = 0;               // worker threads started
   int gpu_workers = 0;
   std::vector<std::string> warnings;     // GPU faults, a policy that could not be followed
-  std::vector<WorkerTimeline> timeline;  // one entry per worker thread started
+  // One entry per worker thread started; then, for each GPU worker whose
+  // device timed its batches, its copies in, kernels and copies out (kinds
+  // gpu_copy_in, gpu_kernels, gpu_copy_out, the GPU's id, a span per batch).
+  std::vector<WorkerTimeline> timeline;
 };
 
 // Runs the whole stream through the workers. Returns ok when the source ended

@@ -28,7 +28,7 @@ namespace {
 // Layout, in pixels. The label column holds "cpu 127"; the busy column "100.0%".
 constexpr int kMinWidth = 640;       // below this the legend runs off the picture
 constexpr double kPad = 10;
-constexpr double kLabelWidth = 70;   // left of the plot
+constexpr double kLabelWidth = 100;   // left of the plot
 constexpr double kBusyWidth = 70;    // right of the plot
 constexpr double kTitleY = 24;
 constexpr double kAxisLabelY = 48;
@@ -42,6 +42,8 @@ constexpr int kMaxWarningLines = 5;
 
 constexpr const char* kCpuColour = "#4e79a7";
 constexpr const char* kGpuColour = "#59a14f";
+constexpr const char* kCopyColour = "#edc948";    // a device's copies
+constexpr const char* kKernelColour = "#e15759";  // a device's kernels
 constexpr const char* kHandedBackColour = "#c62828";
 constexpr const char* kStripColour = "#1b5e20";
 constexpr const char* kLaneColour = "#f2f2f2";
@@ -187,7 +189,28 @@ Ticks choose_ticks(double range_ms) {
   return best;
 }
 
-const char* kind_name(WorkerKind k) { return k == WorkerKind::gpu ? "gpu" : "cpu"; }
+// Rows in order: CPU workers, then each GPU followed by its device rows.
+int row_order(WorkerKind k) {
+  switch (k) {
+    case WorkerKind::cpu: return 0;
+    case WorkerKind::gpu: return 1;
+    case WorkerKind::gpu_copy_in: return 2;
+    case WorkerKind::gpu_kernels: return 3;
+    case WorkerKind::gpu_copy_out: return 4;
+  }
+  return 5;
+}
+
+const char* colour_of(WorkerKind k) {
+  switch (k) {
+    case WorkerKind::cpu: return kCpuColour;
+    case WorkerKind::gpu: return kGpuColour;
+    case WorkerKind::gpu_copy_in:
+    case WorkerKind::gpu_copy_out: return kCopyColour;
+    case WorkerKind::gpu_kernels: return kKernelColour;
+  }
+  return kGpuColour;
+}
 
 // Appends each piece in turn. Also keeps "literal" + std::string&& out of
 // the helpers below, where GCC 12 warns, falsely, of an overlapping copy.
@@ -246,12 +269,15 @@ std::string timeline_svg(const RunMetrics& m, const TimelineSvgOptions& o) {
   const double width = std::max(o.width, kMinWidth);
   const double wall = std::max(0.0, finite_or(m.wall_seconds, 0));
 
-  // Rows: CPU workers, then GPUs, each by number, whatever order they started in.
+  // Rows: CPU workers, then GPUs, each by number, whatever order they started
+  // in; a GPU's device rows follow it.
   std::vector<const WorkerTimeline*> rows;
   for (const WorkerTimeline& w : m.timeline) rows.push_back(&w);
   std::stable_sort(rows.begin(), rows.end(), [](const WorkerTimeline* a, const WorkerTimeline* b) {
-    const int ka = a->kind == WorkerKind::gpu, kb = b->kind == WorkerKind::gpu;
-    return ka != kb ? ka < kb : a->id < b->id;
+    const bool ca = a->kind == WorkerKind::cpu, cb = b->kind == WorkerKind::cpu;
+    if (ca != cb) return ca;
+    if (a->id != b->id) return a->id < b->id;
+    return row_order(a->kind) < row_order(b->kind);
   });
 
   // The axis runs to the wall time, or further if a span ends later; a run
@@ -310,7 +336,7 @@ std::string timeline_svg(const RunMetrics& m, const TimelineSvgOptions& o) {
   for (std::size_t r = 0; r < rows.size(); ++r) {
     const WorkerTimeline& w = *rows[r];
     const double top = kPlotTop + kRowGap + static_cast<double>(r) * (kRowHeight + kRowGap);
-    const std::string label = std::string(kind_name(w.kind)) + " " + std::to_string(w.id);
+    const std::string label = std::string(worker_kind_name(w.kind)) + " " + std::to_string(w.id);
     text(out, kPad, top + kRowHeight - 5, "start", "", label);
     rect(out, plot_x0, top, plot_x1 - plot_x0, kRowHeight, std::string("fill=\"") + kLaneColour + "\"");
 
@@ -325,7 +351,7 @@ std::string timeline_svg(const RunMetrics& m, const TimelineSvgOptions& o) {
     const int lanes = assign_lanes(spans, &lane);
     const double strip = lanes > 1 ? kStripHeight : 0;
     const double lane_height = (kRowHeight - strip) / lanes;
-    const char* colour = w.kind == WorkerKind::gpu ? kGpuColour : kCpuColour;
+    const char* colour = colour_of(w.kind);
     for (std::size_t i = 0; i < spans.size(); ++i) {
       const Span& s = w.spans[i];
       const double x = x_of(spans[i].start);
@@ -363,6 +389,15 @@ std::string timeline_svg(const RunMetrics& m, const TimelineSvgOptions& o) {
   out += "<line x1=\"" + px(x) + "\" y1=\"" + px(legend_y - 2) + "\" x2=\"" + px(x + 12) + "\" y2=\"" +
          px(legend_y - 2) + "\" stroke=\"" + kStripColour + "\" stroke-width=\"4\"/>\n";
   text(out, x + 17, legend_y, "start", "", "at least one batch in flight (overlapping spans)");
+  // The device rows' colours, when there are such rows.
+  if (std::any_of(rows.begin(), rows.end(), [](const WorkerTimeline* w) { return row_order(w->kind) > 1; })) {
+    x += 330;
+    rect(out, x, sw_y, 12, 12, std::string("fill=\"") + kCopyColour + "\"");
+    text(out, x + 17, legend_y, "start", "", "device copies");
+    x += 110;
+    rect(out, x, sw_y, 12, 12, std::string("fill=\"") + kKernelColour + "\"");
+    text(out, x + 17, legend_y, "start", "", "device kernels (queued or running)");
+  }
 
   // Totals. The shares are of the bytes the kinds did (a chunk handed back
   // counts where it was redone), so they add up to 100%.

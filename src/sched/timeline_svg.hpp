@@ -12,9 +12,14 @@
 // The picture depends only on the timeline, the wall time, the byte counts
 // and the warnings of RunMetrics; it has no script and names no font file.
 //
+// A GPU worker whose device timed its batches has three more rows under its
+// own: the batches' copies to the device, their kernels and their copies
+// back, as the device's clock saw them.
+//
 // Rectangles, for whoever counts them (the tests do): one background, one
-// lane per row and three legend swatches, always; one per span; and, for each
-// row whose spans overlap, one per interval of their union.
+// lane per row and three legend swatches, always (two more when there are
+// device rows); one per span; and, for each row whose spans overlap, one per
+// interval of their union.
 #pragma once
 
 #include <string>

@@ -445,6 +445,7 @@ class PipelinedQueue final : public GpuQueue {
     }
     std::vector<Chunk> batch(chunks.begin(), chunks.end());
     for (const Chunk& c : batch) max_batch_bytes = std::max<std::size_t>(max_batch_bytes, c.data.size());
+    submitted_at_.push_back(now());
     flight_.push_back(std::async(std::launch::async, [batch, number] {
       auto buf = std::make_shared<std::vector<Bytes>>(batch.size());
       for (std::size_t i = 0; i < batch.size(); ++i) {
@@ -461,6 +462,8 @@ class PipelinedQueue final : public GpuQueue {
     const int number = completed_++;
     auto buf = flight_.front().get();
     flight_.pop_front();
+    const double submitted = submitted_at_.front();
+    submitted_at_.pop_front();
     if (fail_at_ == FailAt::complete && number == fail_batch_) {
       failed = true;
       return Status(StatusCode::device_error, "injected kernel failure");
@@ -469,11 +472,23 @@ class PipelinedQueue final : public GpuQueue {
     for (std::size_t i = 0; i < outs.size(); ++i) outs[i].set_view((*buf)[i], buf);
     times->kernel_seconds = 0.001;
     times->transfer_seconds = 0.002;
+    // A device clock: the copy in at the submit, the kernels until now, the
+    // copy back a moment after.
+    times->device_timed = true;
+    times->copy_in_start = submitted;
+    times->copy_in_end = submitted + 1e-6;
+    times->kernels_end = now();
+    times->copy_out_start = times->kernels_end;
+    times->copy_out_end = times->kernels_end + 1e-6;
     return Status();
   }
   void abandon() override {
     for (auto& f : flight_) f.wait();
     flight_.clear();
+    submitted_at_.clear();
+  }
+  static double now() {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
   }
 
   bool overfull = false, failed = false;
@@ -486,6 +501,7 @@ class PipelinedQueue final : public GpuQueue {
   int fail_batch_;
   int submitted_ = 0, completed_ = 0;
   std::deque<std::future<std::shared_ptr<std::vector<Bytes>>>> flight_;
+  std::deque<double> submitted_at_;
 };
 
 TEST(SchedulerTest, PipelinedGpuBatchesCompleteOutOfOrderAndStayInOrder) {
@@ -516,6 +532,22 @@ TEST(SchedulerTest, PipelinedGpuBatchesCompleteOutOfOrderAndStayInOrder) {
       }
       EXPECT_EQ(gpu_span_chunks, m.gpu.chunks);
       EXPECT_GT(m.gpu.busy_seconds, 0.0);
+      // The device's rows: a span per batch in each, on the run's clock.
+      int device_rows = 0;
+      for (const WorkerTimeline& t : m.timeline) {
+        if (t.kind == WorkerKind::cpu || t.kind == WorkerKind::gpu) continue;
+        ++device_rows;
+        EXPECT_EQ(t.id, 0);
+        EXPECT_EQ(t.spans.size(), m.gpu_batches);
+        for (const Span& s : t.spans) {
+          EXPECT_GE(s.start_seconds, 0.0);
+          EXPECT_LE(s.start_seconds, s.end_seconds);
+          EXPECT_LE(s.end_seconds, m.wall_seconds + 1e-3);
+        }
+      }
+      EXPECT_EQ(device_rows, 3);
+      EXPECT_GT(m.gpu_kernel_busy_seconds, 0.0);
+      EXPECT_LE(m.gpu_kernel_busy_seconds, m.wall_seconds);
     }
   }
 }

@@ -172,6 +172,34 @@ TEST(TimelineSvg, DocumentOfHandBuiltRun) {
   EXPECT_NE(svg.find(">1000</text>"), std::string::npos);
 }
 
+TEST(TimelineSvg, DeviceRowsFollowTheirGpu) {
+  RunMetrics m = sample_run();
+  // GPU 0's device, listed before the workers on purpose: two batches.
+  m.timeline.insert(m.timeline.begin(),
+                    {worker(WorkerKind::gpu_copy_out, 0, {span(3, 0.40, 0.45), span(4, 0.60, 0.65)}),
+                     worker(WorkerKind::gpu_kernels, 0, {span(3, 0.15, 0.40), span(4, 0.40, 0.60)}),
+                     worker(WorkerKind::gpu_copy_in, 0, {span(3, 0.10, 0.15), span(4, 0.30, 0.35)})});
+  const std::string svg = timeline_svg(m, {"device rows", 1200});
+  EXPECT_EQ(xml_problem(svg), "");
+  // 6 lanes, 9 + 6 spans, the GPU row's union strip of 2, and two more swatches.
+  EXPECT_EQ(count(svg, "<rect"), kFixedRects + 2 + 6 + 15 + 2);
+  const std::size_t gpu0 = svg.find(">gpu 0</text>");
+  const std::size_t in = svg.find(">gpu copy in 0</text>");
+  const std::size_t kernels = svg.find(">gpu kernels 0</text>");
+  const std::size_t out = svg.find(">gpu copy out 0</text>");
+  ASSERT_NE(gpu0, std::string::npos);
+  ASSERT_NE(in, std::string::npos);
+  ASSERT_NE(kernels, std::string::npos);
+  ASSERT_NE(out, std::string::npos);
+  EXPECT_LT(svg.find(">cpu 1</text>"), gpu0);
+  EXPECT_LT(gpu0, in);
+  EXPECT_LT(in, kernels);
+  EXPECT_LT(kernels, out);
+  // The kernels' row is busy 0.45 s of the second; the legend names the device rows.
+  EXPECT_NE(svg.find(">45.0%</text>"), std::string::npos);
+  EXPECT_NE(svg.find("device kernels"), std::string::npos);
+}
+
 TEST(TimelineSvg, TickCountStaysNearNine) {
   for (const double wall : {0.0004, 0.0123, 0.3, 1.7, 2.5, 9.99, 61.0, 3600.0}) {
     RunMetrics m;

@@ -3,6 +3,7 @@
 // bytes as the device writes), and with each GPU fault injected mid-stream:
 // `lz4 -d` decodes every frame to the input, tandem decodes them under every
 // policy, and a fault leaves one warning and a complete output.
+#include <algorithm>
 #include <memory>
 #include <string>
 
@@ -142,6 +143,92 @@ TEST(Lz4Hybrid, EachInjectedFaultIsAbsorbedWithOneWarning) {
           EXPECT_GT(m.cpu.chunks, 0u);
         }
       }
+    }
+  }
+}
+
+// A sink over a fixed buffer, as buffer_sink, that counts the rooms it gives
+// out ahead of its position (Sink::place) for more than zero bytes.
+class CountingBufferSink final : public tandem::Sink {
+ public:
+  explicit CountingBufferSink(Bytes* buffer) : b_(*buffer) {}
+  tandem::Status reserve(std::size_t n, std::uint8_t** room) override {
+    if (n > b_.size() - pos_) return {StatusCode::output_too_small, "full"};
+    *room = b_.data() + pos_;
+    return {};
+  }
+  tandem::Status commit(std::size_t n) override {
+    if (n > b_.size() - pos_) return {StatusCode::output_too_small, "full"};
+    pos_ += n;
+    return {};
+  }
+  std::uint64_t position() const override { return pos_; }
+  std::uint8_t* place(std::uint64_t position, std::size_t n) override {
+    if (position < pos_ || position > b_.size() || n > b_.size() - position) return nullptr;
+    if (n > 0) ++placed_;
+    return b_.data() + position;
+  }
+  int placed() const { return placed_; }
+
+ private:
+  Bytes& b_;
+  std::size_t pos_ = 0;
+  int placed_ = 0;
+};
+
+// 80 MiB: several of the emulated GPU's batches.
+const Bytes& large_data() {
+  static const Bytes d = [] {
+    Bytes b = data();
+    while (b.size() < (80u << 20)) b.insert(b.end(), data().begin(), data().begin() + (std::min)(data().size(), (80u << 20) - b.size()));
+    return b;
+  }();
+  return d;
+}
+
+// Compresses large_data() into a fixed buffer through the sink, returning the frame.
+Bytes compress_placed(Backend b, tandem::sched::RunMetrics* m, int* placed) {
+  Bytes buffer(tandem::lz4_frame_max_compressed_size(large_data().size(), frame_options(b, 64u << 10, nullptr)));
+  auto in = tandem::memory_source({large_data().data(), large_data().size()});
+  CountingBufferSink out(&buffer);
+  const tandem::Status s = tandem::lz4_compress_stream(*in, out, frame_options(b, 64u << 10, m));
+  EXPECT_TRUE(s) << s.reason;
+  buffer.resize(s ? out.position() : 0);
+  *placed = out.placed();
+  return buffer;
+}
+
+TEST(Lz4Hybrid, BatchesPlacedInTheOutputEqualTheCopiedOnes) {
+  EmulatedGpu gpu;
+  // The GPU alone: the frame is the same bytes whether its batches land in
+  // their place in the output or are copied there by the writer.
+  tandem::sched::RunMetrics m;
+  int placed = 0;
+  const Bytes frame = compress_placed(Backend::gpu, &m, &placed);
+  EXPECT_GT(placed, 0);
+  EXPECT_TRUE(m.warnings.empty());
+  Bytes copied;
+  ASSERT_TRUE(tandem::lz4_frame_compress({large_data().data(), large_data().size()}, &copied,
+                                         frame_options(Backend::gpu, 64u << 10, nullptr)));
+  EXPECT_TRUE(frame == copied);
+  // Both kinds of worker: some batches wait for a CPU chunk before them.
+  const Bytes mixed = compress_placed(Backend::automatic, &m, &placed);
+  expect_lz4_decodes(mixed, large_data());
+  Bytes out;
+  ASSERT_TRUE(tandem::lz4_frame_decompress({mixed.data(), mixed.size()}, &out, {}));
+  EXPECT_TRUE(out == large_data());
+  // A fault after batches were placed: the CPU redoes the rest, and places nothing more.
+  for (const gpu::Fault fault : {gpu::Fault::kernel, gpu::Fault::copy}) {
+    for (const int batch : {1, 2}) {
+      SCOPED_TRACE("fault " + std::to_string(static_cast<int>(fault)) + " at batch " + std::to_string(batch));
+      gpu::inject_fault(fault, batch);
+      tandem::sched::RunMetrics fm;
+      const Bytes f = compress_placed(Backend::gpu, &fm, &placed);
+      gpu::inject_fault(gpu::Fault::none, 0);
+      EXPECT_EQ(fm.warnings.size(), 1u);
+      expect_lz4_decodes(f, large_data());
+      ASSERT_TRUE(tandem::lz4_frame_decompress({f.data(), f.size()}, &out, {}));
+      EXPECT_TRUE(out == large_data());
     }
   }
 }
