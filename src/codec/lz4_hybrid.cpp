@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <deque>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -106,7 +107,8 @@ using InFn = std::function<gpu::PipelineIn(const sched::Chunk&)>;
 // batch's frame blocks straight into their place in the output, so that the
 // writer only commits them. A batch's place is known once every earlier
 // chunk's size is: the ledger holds the first chunk whose place is not yet
-// taken and where it starts. The writer moves it on as it writes; a batch
+// taken and where it starts. Workers report each chunk's size as soon as it
+// is done, and the ledger moves on over every run of sizes it has; a batch
 // that starts there takes its room and moves it past itself.
 //
 // A batch placed and then abandoned (the GPU failed) leaves the ledger past
@@ -133,12 +135,15 @@ class Ledger {
     const std::lock_guard lk(mu_);
     stopped_ = true;
   }
-  // The writer wrote chunk `index`, the sink standing at `position` after it.
-  void written(std::uint64_t index, std::uint64_t position) {
+  // Chunk `index` is done, with `size` bytes of output (a chunk already
+  // placed, or any after stop(), is ignored).
+  void sized(std::uint64_t index, std::size_t size) {
     const std::lock_guard lk(mu_);
-    if (index + 1 > next_) {
-      next_ = index + 1;
-      position_ = position;
+    if (stopped_ || index < next_) return;
+    early_.emplace(index, size);
+    for (auto it = early_.begin(); it != early_.end() && it->first == next_; it = early_.erase(it)) {
+      position_ += it->second;
+      ++next_;
     }
   }
 
@@ -147,6 +152,7 @@ class Ledger {
   std::mutex mu_;
   std::uint64_t next_ = 0;
   std::uint64_t position_;
+  std::map<std::uint64_t, std::size_t> early_;  // sizes of chunks after next_
   bool stopped_ = false;
 };
 
@@ -197,6 +203,7 @@ class PipelineQueue final : public sched::GpuQueue {
       } else if (Status s = redo_(chunks[i], &outs[i]); !s) {
         return s;
       }
+      if (ledger_) ledger_->sized(chunks[i].index, outs[i].size());
     }
     outs_.clear();
     times->transfer_seconds = (bt.h2d_ms + bt.d2h_ms) / 1000;
@@ -458,14 +465,17 @@ Status compress_frame(Source& in, Sink& out, const Lz4FrameOptions& o, StreamSta
     out_chunk->bytes.resize(used);
     return {};
   };
-  work.cpu = cpu;
   // Placement needs fixed memory behind the sink, and one GPU (see Ledger).
   std::optional<Ledger> ledger;
   if (leases.pipelines.size() == 1 && out.place(out.position(), 0)) ledger.emplace(out, out.position());
+  work.cpu = [&ledger, cpu](const sched::Chunk& c, sched::ChunkOutput* done) -> Status {
+    const Status s = cpu(c, done);
+    if (s && ledger) ledger->sized(c.index, done->size());
+    return s;
+  };
   work.sink = [&](const sched::Chunk& c, sched::ChunkOutput&& done) -> Status {
     const auto bytes = done.data();
     if (Status s = write_out(out, bytes, crew.get()); !s) return s;
-    if (ledger) ledger->written(c.index, out.position());
     if (c.note) {
       pool.put(std::move(const_cast<Note*>(static_cast<const Note*>(c.note))->owned));
     }

@@ -36,6 +36,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <thread>
 #include <vector>
 
 #include "common/thread_pool.hpp"
@@ -663,8 +664,10 @@ Status CudaPipeline::queue_output(Slot& slot, bool wait) {
     const std::size_t total = res.places[slot.m];
     if (total > slot.frames_bound) return {StatusCode::device_error, "GPU frame blocks larger than their bound"};
     // The caller's room when it has it now (every earlier chunk's place is
-    // known), else a pool buffer.
+    // known), else a pool buffer; a later batch (not `wait`) waits for its
+    // room rather than take a pool buffer, while there may be one.
     slot.placed = slot.place && total > 0 ? slot.place(total) : nullptr;
+    if (total > 0 && !slot.placed && slot.place && !wait) return {};
     if (total > 0 && !slot.placed) {
       if (Status s = pool_.take(total, wait, &slot.out); !s || !slot.out) return s;
     }
@@ -754,18 +757,28 @@ Status CudaPipeline::complete(std::vector<PipelineOut>* outs, BatchTimes* times)
   } else if (!slot.output_queued) {
     s = queue_output(slot, true);
   }
-  // Later batches whose results are here: their copies back start now.
-  for (int k = 1; s && k < count_; ++k) {
-    Slot& later = slots_[(head_ + k) % kPipelineDepth];
-    if (later.output_queued) continue;
-    if (cudaEventQuery(later.results_ready) != cudaSuccess) break;  // not yet (or failed: its complete() says)
-    s = queue_output(later, false);
-    if (!later.output_queued) break;
-  }
-  if (s) {
-    if (const cudaError_t e = cudaEventSynchronize(slot.d2h_end); e != cudaSuccess) {
-      s = cuda_failure(e, "cudaEventSynchronize (batch to the host)");
+  // While the head's bytes come back, later batches whose results arrive
+  // have their copies back queued, in order, so that the copy engine goes
+  // from one batch's to the next without waiting for the host.
+  while (s) {
+    for (int k = 1; s && k < count_; ++k) {
+      Slot& later = slots_[(head_ + k) % kPipelineDepth];
+      if (later.output_queued) continue;
+      if (cudaEventQuery(later.results_ready) != cudaSuccess) break;  // not yet (or failed: its complete() says)
+      s = queue_output(later, false);
+      if (!later.output_queued) break;
     }
+    if (!s) break;
+    // A later batch whose copy back is not queued yet: look again soon.
+    const bool pending =
+        std::any_of(slots_, slots_ + kPipelineDepth, [](const Slot& x) { return x.busy && !x.output_queued; });
+    const cudaError_t e = pending ? cudaEventQuery(slot.d2h_end) : cudaEventSynchronize(slot.d2h_end);
+    if (e == cudaSuccess) break;
+    if (e != cudaErrorNotReady) {
+      s = cuda_failure(e, "cudaEventSynchronize (batch to the host)");
+      break;
+    }
+    std::this_thread::yield();
   }
   if (!s) {
     pop();

@@ -80,6 +80,17 @@ class Run {
     ready_bytes_ -= c.data.size();
     return c;
   }
+  // While a GPU worker runs, CPU workers take the ready queue's last chunk:
+  // the GPU takes batches from the front, so the output the writer waits
+  // for is the GPU's, and a CPU chunk (a slow one) is done long before the
+  // writer gets to it.
+  bool cpu_from_back() const { return gpus_alive_ > 0 && gpu_eligible_; }
+  Chunk pop_ready_back() {
+    Chunk c = ready_.back();
+    ready_.pop_back();
+    ready_bytes_ -= c.data.size();
+    return c;
+  }
   double since_start(Clock::time_point t) const { return seconds(t - start_); }
 
   const SchedulerOptions& opt_;
@@ -146,7 +157,8 @@ bool Run::cpu_may_take() const {
   if (!source_done_ || gpus_alive_ == 0 || !gpu_eligible_ || gpu_rate_ <= 0 || m_.cpu.ewma_bytes_per_second <= 0) {
     return true;
   }
-  const double cpu_time = static_cast<double>(ready_.front().data.size()) / m_.cpu.ewma_bytes_per_second;
+  const Chunk& next = cpu_from_back() ? ready_.back() : ready_.front();
+  const double cpu_time = static_cast<double>(next.data.size()) / m_.cpu.ewma_bytes_per_second;
   const double gpu_time = static_cast<double>(ready_bytes_) / gpu_rate_;
   return cpu_time <= gpu_time;
 }
@@ -231,7 +243,7 @@ void Run::cpu_worker(std::size_t slot) {
       chunk = returned_.front();
       returned_.pop_front();
     } else {
-      chunk = pop_ready();
+      chunk = cpu_from_back() ? pop_ready_back() : pop_ready();
     }
     ChunkOutput out = take_spare();
     lk.unlock();

@@ -4,7 +4,10 @@
 // It knows nothing of codecs. A run pulls chunks from a source on the calling
 // thread into a ready queue; each CPU worker thread takes the chunk at the
 // front when it is free (so faster workers simply take more chunks) and runs
-// the caller's CPU function on it. Each GPU worker thread drives a GpuQueue:
+// the caller's CPU function on it; while a GPU worker runs, CPU workers take
+// the ready queue's last chunk instead, so that the output the writer waits
+// for is the GPU's and a slow CPU chunk is done long before the writer needs
+// it. Each GPU worker thread drives a GpuQueue:
 // it takes a batch of chunks from the front (about the queue's batch_bytes),
 // submits it without waiting, and keeps up to the queue's depth of batches in
 // flight, so that the copies and kernels of consecutive batches overlap; it
