@@ -129,6 +129,7 @@ class Ledger {
     if (!room || !accept(room, bytes)) return nullptr;
     next_ = end;
     position_ += bytes;
+    advance();
     return room;
   }
   void stop() {
@@ -141,13 +142,18 @@ class Ledger {
     const std::lock_guard lk(mu_);
     if (stopped_ || index < next_) return;
     early_.emplace(index, size);
+    advance();
+  }
+
+ private:
+  // Over the sizes known from next_ on; mu_ held.
+  void advance() {
     for (auto it = early_.begin(); it != early_.end() && it->first == next_; it = early_.erase(it)) {
       position_ += it->second;
       ++next_;
     }
   }
 
- private:
   Sink& out_;
   std::mutex mu_;
   std::uint64_t next_ = 0;

@@ -340,7 +340,9 @@ void Run::gpu_worker(std::size_t slot, int gpu) {
     if (stop_) break;
     if (can_submit()) {
       Batch b;
-      while (!ready_.empty() && (b.chunks.empty() || b.bytes + ready_.front().data.size() <= target)) {
+      // Consecutive chunks only: a CPU worker may have taken one from between.
+      while (!ready_.empty() && (b.chunks.empty() || (b.bytes + ready_.front().data.size() <= target &&
+                                                      ready_.front().index == b.chunks.back().index + 1))) {
         b.chunks.push_back(pop_ready());
         b.bytes += b.chunks.back().data.size();
       }

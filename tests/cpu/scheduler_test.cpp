@@ -445,6 +445,7 @@ class PipelinedQueue final : public GpuQueue {
     }
     std::vector<Chunk> batch(chunks.begin(), chunks.end());
     for (const Chunk& c : batch) max_batch_bytes = std::max<std::size_t>(max_batch_bytes, c.data.size());
+    for (std::size_t i = 1; i < batch.size(); ++i) gapped = gapped || batch[i].index != batch[i - 1].index + 1;
     submitted_at_.push_back(now());
     flight_.push_back(std::async(std::launch::async, [batch, number] {
       auto buf = std::make_shared<std::vector<Bytes>>(batch.size());
@@ -492,6 +493,7 @@ class PipelinedQueue final : public GpuQueue {
   }
 
   bool overfull = false, failed = false;
+  bool gapped = false;  // a batch of chunks that do not follow each other
   std::size_t max_batch_bytes = 0;
 
  private:
@@ -519,6 +521,7 @@ TEST(SchedulerTest, PipelinedGpuBatchesCompleteOutOfOrderAndStayInOrder) {
       EXPECT_EQ(h.written, 2000u);
       EXPECT_EQ(m.cpu.chunks + m.gpu.chunks, 2000u);
       EXPECT_FALSE(q.overfull);
+      EXPECT_FALSE(q.gapped);  // the CPU workers take chunks from the back, never from inside a batch
       EXPECT_GT(m.gpu.chunks, 0u);
       if (policy == Policy::gpu) EXPECT_EQ(m.cpu.chunks, 0u);
       EXPECT_GE(m.gpu_batches, 1u);
