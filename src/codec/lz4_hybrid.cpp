@@ -204,7 +204,9 @@ class PipelineQueue final : public sched::GpuQueue {
     }
     for (std::size_t i = 0; i < chunks.size(); ++i) {
       gpu::PipelineOut& o = outs_[i];
-      if (o.status) {
+      if (o.status && !o.keep && o.bytes.data()) {
+        outs[i].set_in_place(o.bytes);  // the caller's memory: decoded in place, or placed
+      } else if (o.status) {
         outs[i].set_view(o.bytes, std::move(o.keep));
       } else if (Status s = redo_(chunks[i], &outs[i]); !s) {
         return s;
@@ -708,7 +710,7 @@ Status decompress_frames(Source& in, Sink& out, const Lz4DecodeOptions& o, Mutab
     std::size_t size = 0;
     if (Status s = decode_chunk(c.data, note->frame->header, verify, dst, note->capacity, &size); !s) return s;
     if (note->direct) {
-      done->set_view({dst, size});
+      done->set_in_place({dst, size});
     } else {
       done->bytes.resize(size);
     }

@@ -154,12 +154,19 @@ void Run::recycle(ChunkOutput&& out) {
 bool Run::cpu_may_take() const {
   if (!returned_.empty()) return true;
   if (!cpu_enabled_ || ready_.empty()) return false;
-  if (!source_done_ || gpus_alive_ == 0 || !gpu_eligible_ || gpu_rate_ <= 0 || m_.cpu.ewma_bytes_per_second <= 0) {
-    return true;
-  }
-  const Chunk& next = cpu_from_back() ? ready_.back() : ready_.front();
-  const double cpu_time = static_cast<double>(next.data.size()) / m_.cpu.ewma_bytes_per_second;
-  const double gpu_time = static_cast<double>(ready_bytes_) / gpu_rate_;
+  if (!cpu_from_back()) return true;
+  // Beside a GPU, a CPU worker takes the last chunk only when it would
+  // finish it before the GPUs, taking the queue from the front, got there:
+  // else the writer, and every GPU output behind that chunk, would wait for
+  // it. Until a GPU has finished a batch its rate is unknown, and the CPU
+  // waits for it (a few milliseconds); a CPU worker that has not finished a
+  // chunk yet is taken to be kCpuGuess times slower than the GPUs.
+  constexpr double kCpuGuess = 32;
+  if (gpu_rate_ <= 0) return false;
+  const double cpu_rate = m_.cpu.ewma_bytes_per_second > 0 ? m_.cpu.ewma_bytes_per_second : gpu_rate_ / kCpuGuess;
+  const Chunk& last = ready_.back();
+  const double cpu_time = static_cast<double>(last.data.size()) / cpu_rate;
+  const double gpu_time = static_cast<double>(ready_bytes_ - last.data.size()) / gpu_rate_;
   return cpu_time <= gpu_time;
 }
 
@@ -168,7 +175,7 @@ void Run::finish(WorkerKind kind, const Chunk& chunk, ChunkOutput&& out) {
   k.chunks += 1;
   k.bytes_in += chunk.data.size();
   k.bytes_out += out.size();
-  held_ += out.size();
+  held_ += out.held();
   const bool next = chunk.index == next_write_;
   done_.emplace(chunk.index, Done{chunk, std::move(out)});
   if (next) write_cv_.notify_one();
@@ -414,7 +421,7 @@ void Run::gpu_worker(std::size_t slot, int gpu) {
     chunks_done += b.chunks.size();
     gpu_in_hand_ -= b.chunks.size();
     flight.pop_front();
-    if (source_done_) work_cv_.notify_all();  // the CPU workers may be done, or may take the tail
+    work_cv_.notify_all();  // a new rate: the CPU workers may take the last chunk now (or be done)
   }
   if (!flight.empty()) {  // the run stopped with batches in flight
     lk.unlock();
@@ -445,6 +452,7 @@ void Run::writer() {
     Done d = std::move(it->second);
     done_.erase(it);
     const std::size_t out_size = d.out.size();
+    const std::size_t out_held = d.out.held();
     lk.unlock();
 
     Status st;
@@ -458,7 +466,7 @@ void Run::writer() {
     lk.lock();
     if (ex) return fail(std::move(ex));
     if (!st.ok()) return fail(st);
-    held_ -= d.chunk.data.size() + out_size;
+    held_ -= d.chunk.data.size() + out_held;
     m_.chunks += 1;
     m_.bytes_in += d.chunk.data.size();
     m_.bytes_out += out_size;

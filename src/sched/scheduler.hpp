@@ -15,14 +15,18 @@
 // outputs to the sink strictly in chunk order.
 //
 // Backpressure: the bytes held (input of chunks pulled and not yet written,
-// plus output of chunks done and not yet written) are bounded. A chunk is
+// plus output of chunks done and not yet written, unless it lies in its place
+// in the caller's memory already) are bounded. A chunk is
 // pulled only while held + chunk_size <= max_in_flight_bytes, or when nothing
 // is held, so a chunk larger than the limit goes through alone.
 //
-// The end of the input: once the source is done, a CPU worker takes a chunk
-// only when it would finish it (at its smoothed rate) before the GPU workers
-// would finish the whole ready queue (at theirs), so a slow CPU chunk does not
-// hold up the last output while the GPU idles.
+// Beside a GPU: a CPU worker takes the last chunk of the ready queue only
+// when it would finish it (at its smoothed rate) before the GPU workers,
+// taking the queue from the front (at theirs), would get to it, so that a
+// slow CPU chunk never holds up the writer, and the GPU outputs behind it,
+// while the GPU runs on; and none before the GPUs' first batch gives their
+// rate. At the end of the input this leaves the last chunks to the GPU when
+// it would finish them first.
 //
 // GPU faults: when a GpuQueue's submit or complete returns device_error or
 // no_device, or throws, that GPU worker abandons its queue and stops for the
@@ -75,6 +79,10 @@ struct ChunkOutput {
   std::vector<std::uint8_t> bytes;
   std::span<const std::uint8_t> view;  // when view.data() is set, the output is view
   std::shared_ptr<const void> keep;
+  // The view lies where the sink wants it already, in the caller's memory
+  // (decoded in place, say): it holds none of the run's memory and does not
+  // count against max_in_flight_bytes.
+  bool in_place = false;
 
   std::span<const std::uint8_t> data() const {
     return view.data() ? view : std::span<const std::uint8_t>(bytes);
@@ -84,11 +92,19 @@ struct ChunkOutput {
     view = v;
     keep = std::move(k);
   }
+  // Output that lies in its place already (see in_place).
+  void set_in_place(std::span<const std::uint8_t> v) {
+    set_view(v);
+    in_place = true;
+  }
+  // Bytes of the run's memory that this output holds.
+  std::size_t held() const { return in_place ? 0 : size(); }
   // Empty again; bytes keep their capacity, a view's memory is let go.
   void clear() {
     bytes.clear();
     view = {};
     keep.reset();
+    in_place = false;
   }
 };
 
