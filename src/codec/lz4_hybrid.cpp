@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <system_error>
 #include <thread>
@@ -120,10 +121,15 @@ class Ledger {
  public:
   Ledger(Sink& out, std::uint64_t position) : out_(out), position_(position) {}
   // Room for chunks [first, end), `bytes` long, when chunk `first` starts
-  // where the ledger stands and `accept` takes the room; else null.
-  std::uint8_t* place(std::uint64_t first, std::uint64_t end, std::size_t bytes,
+  // where the ledger stands and `accept` takes the room; else null. With
+  // `wait`, waits up to kWait for the chunks before `first` to be sized:
+  // those are the CPU's, being worked on (the GPU's are sized in order), so
+  // that it is shorter to wait than to copy the batch through the writer.
+  std::uint8_t* place(std::uint64_t first, std::uint64_t end, std::size_t bytes, bool wait,
                       const std::function<bool(const void*, std::size_t)>& accept) {
-    const std::lock_guard lk(mu_);
+    static constexpr auto kWait = std::chrono::milliseconds(200);
+    std::unique_lock lk(mu_);
+    if (wait) sized_cv_.wait_for(lk, kWait, [&] { return stopped_ || next_ >= first; });
     if (stopped_ || first != next_) return nullptr;
     std::uint8_t* room = out_.place(position_, bytes);
     if (!room || !accept(room, bytes)) return nullptr;
@@ -133,16 +139,22 @@ class Ledger {
     return room;
   }
   void stop() {
-    const std::lock_guard lk(mu_);
-    stopped_ = true;
+    {
+      const std::lock_guard lk(mu_);
+      stopped_ = true;
+    }
+    sized_cv_.notify_all();
   }
   // Chunk `index` is done, with `size` bytes of output (a chunk already
   // placed, or any after stop(), is ignored).
   void sized(std::uint64_t index, std::size_t size) {
-    const std::lock_guard lk(mu_);
-    if (stopped_ || index < next_) return;
-    early_.emplace(index, size);
-    advance();
+    {
+      const std::lock_guard lk(mu_);
+      if (stopped_ || index < next_) return;
+      early_.emplace(index, size);
+      advance();
+    }
+    sized_cv_.notify_all();
   }
 
  private:
@@ -156,6 +168,7 @@ class Ledger {
 
   Sink& out_;
   std::mutex mu_;
+  std::condition_variable sized_cv_;
   std::uint64_t next_ = 0;
   std::uint64_t position_;
   std::map<std::uint64_t, std::size_t> early_;  // sizes of chunks after next_
@@ -185,8 +198,9 @@ class PipelineQueue final : public sched::GpuQueue {
     gpu::PlaceFn place;
     if (ledger_ && !chunks.empty()) {
       const std::uint64_t first = chunks.front().index, end = chunks.back().index + 1;
-      place = [this, first, end](std::size_t bytes) {
-        return ledger_->place(first, end, bytes, [this](const void* p, std::size_t n) { return p_.placeable(p, n); });
+      place = [this, first, end](std::size_t bytes, bool wait) {
+        return ledger_->place(first, end, bytes, wait,
+                              [this](const void* p, std::size_t n) { return p_.placeable(p, n); });
       };
     }
     if (Status s = p_.submit(ins_, std::move(place)); !s) return s;
@@ -476,9 +490,17 @@ Status compress_frame(Source& in, Sink& out, const Lz4FrameOptions& o, StreamSta
   // Placement needs fixed memory behind the sink, and one GPU (see Ledger).
   std::optional<Ledger> ledger;
   if (leases.pipelines.size() == 1 && out.place(out.position(), 0)) ledger.emplace(out, out.position());
+  // A CPU chunk that fails (or throws) stops the run, and the ledger, so
+  // that no batch waits for its size.
   work.cpu = [&ledger, cpu](const sched::Chunk& c, sched::ChunkOutput* done) -> Status {
-    const Status s = cpu(c, done);
-    if (s && ledger) ledger->sized(c.index, done->size());
+    Status s;
+    try {
+      s = cpu(c, done);
+    } catch (...) {
+      if (ledger) ledger->stop();
+      throw;
+    }
+    if (ledger) s ? ledger->sized(c.index, done->size()) : ledger->stop();
     return s;
   };
   work.sink = [&](const sched::Chunk& c, sched::ChunkOutput&& done) -> Status {

@@ -666,7 +666,7 @@ Status CudaPipeline::queue_output(Slot& slot, bool wait) {
     // The caller's room when it has it now (every earlier chunk's place is
     // known), else a pool buffer; a later batch (not `wait`) waits for its
     // room rather than take a pool buffer, while there may be one.
-    slot.placed = slot.place && total > 0 ? slot.place(total) : nullptr;
+    slot.placed = slot.place && total > 0 ? slot.place(total, wait) : nullptr;
     if (total > 0 && !slot.placed && slot.place && !wait) return {};
     if (total > 0 && !slot.placed) {
       if (Status s = pool_.take(total, wait, &slot.out); !s || !slot.out) return s;

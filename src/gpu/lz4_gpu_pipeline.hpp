@@ -73,8 +73,10 @@ struct PipelineOut {
 // submission), on the thread that calls complete(), once the batch's size is
 // known; returns room for `bytes` bytes that placeable() accepts, or null for
 // the pipeline's buffers. The batch's outputs are then views of that room,
-// with no keep. A null return has no effect: it may be asked again.
-using PlaceFn = std::function<std::uint8_t*(std::size_t bytes)>;
+// with no keep. A null return has no effect: it may be asked again. With
+// `wait` (the oldest batch, which the pipeline cannot hold back), the caller
+// may wait a while for the room to become known rather than answer null.
+using PlaceFn = std::function<std::uint8_t*(std::size_t bytes, bool wait)>;
 
 // Device time of one batch, from CUDA events, in milliseconds.
 struct BatchTimes {

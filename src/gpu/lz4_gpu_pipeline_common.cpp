@@ -237,7 +237,7 @@ class EmulatedPipeline final : public Lz4Pipeline {
   static void place(EmulatedBatch& batch) {
     std::size_t total = 0;
     for (const PipelineOut& o : batch.outs) total += o.bytes.size();
-    std::uint8_t* room = batch.place(total);
+    std::uint8_t* room = batch.place(total, true);
     if (!room) return;
     for (PipelineOut& o : batch.outs) {
       if (!o.bytes.empty()) std::memcpy(room, o.bytes.data(), o.bytes.size());

@@ -112,7 +112,7 @@ class Run {
   std::uint64_t bytes_read_ = 0;
   std::uint64_t next_write_ = 0;
   std::uint64_t gpu_in_hand_ = 0;  // chunks in GPU workers' batches
-  int gpus_alive_ = 0;
+  int gpus_alive_ = 0;  // counted from before the threads start, so that no CPU worker takes the front first
   double gpu_rate_ = 0;  // the GPU workers' smoothed rates, summed
   bool source_done_ = false;
   bool reader_blocked_ = false;
@@ -296,7 +296,6 @@ void Run::gpu_worker(std::size_t slot, int gpu) {
   const std::uint64_t target = std::max<std::uint64_t>(queue.batch_bytes(), 1);
 
   std::unique_lock lk(mu_);
-  ++gpus_alive_;
   // A batch is taken when there is room in flight and either a full batch is
   // ready, or no more can come soon (the source is done or waits for room).
   auto can_submit = [&] {
@@ -557,6 +556,7 @@ Status Run::go() {
     return st;
   }
 
+  gpus_alive_ = gpu_workers;
   std::vector<std::thread> threads;
   threads.reserve(threads_started + 1);
   try {
