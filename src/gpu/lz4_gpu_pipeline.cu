@@ -31,6 +31,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <cub/device/device_scan.cuh>
 #include <map>
@@ -342,7 +343,7 @@ class CudaPipeline final : public Lz4Pipeline {
     return {};
   }
 
-  int depth() const override { return kPipelineDepth; }
+  int depth() const override { return depth_; }
   std::size_t batch_bytes() const override { return kPipelineBatchBytes; }
   Status submit(std::span<const PipelineIn> chunks, PlaceFn place) override;
   bool placeable(const void* p, std::size_t n) const override {
@@ -383,12 +384,14 @@ class CudaPipeline final : public Lz4Pipeline {
     slot.out.reset();
     slot.place = nullptr;
     slot.placed = nullptr;
-    head_ = (head_ + 1) % kPipelineDepth;
+    head_ = (head_ + 1) % depth_;
     --count_;
   }
 
   const int gpu_;
-  Slot slots_[kPipelineDepth];
+  static constexpr int kMaxDepth = 8;
+  Slot slots_[kMaxDepth];
+  int depth_ = std::getenv("TANDEM_EXP_DEPTH") ? std::clamp(std::atoi(std::getenv("TANDEM_EXP_DEPTH")), 1, kMaxDepth) : kPipelineDepth;  // EXPERIMENT
   cudaEvent_t epoch_ = nullptr;  // recorded by begin()...
   double epoch_host_ = 0;        // ...when the host's steady clock read this
   int head_ = 0;   // the oldest batch's slot
@@ -489,9 +492,9 @@ void CudaPipeline::plan_decompress(Slot& slot, std::span<const PipelineIn> chunk
 
 Status CudaPipeline::submit(std::span<const PipelineIn> chunks, PlaceFn place) {
   if (!begun_) return {StatusCode::invalid_argument, "submit before begin"};
-  if (count_ >= kPipelineDepth) return {StatusCode::invalid_argument, "submit beyond the pipeline's depth"};
+  if (count_ >= depth_) return {StatusCode::invalid_argument, "submit beyond the pipeline's depth"};
   TANDEM_CUDA_CHECK(cudaSetDevice(gpu_), "cudaSetDevice");
-  Slot& slot = slots_[(head_ + count_) % kPipelineDepth];
+  Slot& slot = slots_[(head_ + count_) % depth_];
   slot.mode = options_.mode;
   slot.chunks.clear();
   slot.output_queued = false;
@@ -762,7 +765,7 @@ Status CudaPipeline::complete(std::vector<PipelineOut>* outs, BatchTimes* times)
   // from one batch's to the next without waiting for the host.
   while (s) {
     for (int k = 1; s && k < count_; ++k) {
-      Slot& later = slots_[(head_ + k) % kPipelineDepth];
+      Slot& later = slots_[(head_ + k) % depth_];
       if (later.output_queued) continue;
       if (cudaEventQuery(later.results_ready) != cudaSuccess) break;  // not yet (or failed: its complete() says)
       s = queue_output(later, false);
@@ -771,7 +774,7 @@ Status CudaPipeline::complete(std::vector<PipelineOut>* outs, BatchTimes* times)
     if (!s) break;
     // A later batch whose copy back is not queued yet: look again soon.
     const bool pending =
-        std::any_of(slots_, slots_ + kPipelineDepth, [](const Slot& x) { return x.busy && !x.output_queued; });
+        std::any_of(slots_, slots_ + depth_, [](const Slot& x) { return x.busy && !x.output_queued; });
     const cudaError_t e = pending ? cudaEventQuery(slot.d2h_end) : cudaEventSynchronize(slot.d2h_end);
     if (e == cudaSuccess) break;
     if (e != cudaErrorNotReady) {
