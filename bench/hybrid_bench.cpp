@@ -8,7 +8,6 @@
 #include "bench/hybrid_bench.hpp"
 
 #include <algorithm>
-#include <cstdlib>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -445,8 +444,7 @@ int run_hybrid(const BenchConfig& config) {
     HybridRow& r = rows[3 + i];
     r.threads = i == 0 ? 1 : threads;
     r.name = "liblz4 " + std::to_string(r.threads) + (r.threads == 1 ? " thread" : " threads");
-    if (i == 0 && std::getenv("TANDEM_EXP_SKIP_1T")) r.skipped = "experiment";  // EXPERIMENT
-    else if (i == 1 && threads == 1) r.skipped = "one thread";
+    if (i == 1 && threads == 1) r.skipped = "one thread";
     else r.reference = make_engine(EngineKind::liblz4, in, {0, kBlockSize, r.threads});
   }
   if (!gpu) {

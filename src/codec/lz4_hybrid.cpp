@@ -10,7 +10,6 @@
 #include <condition_variable>
 #include <system_error>
 #include <thread>
-#include <cstdlib>
 #include <cstring>
 #include <deque>
 #include <map>
@@ -184,10 +183,7 @@ class PipelineQueue final : public sched::GpuQueue {
   PipelineQueue(gpu::Lz4Pipeline& p, const gpu::Lz4PipelineOptions& o, CpuFn redo, InFn in, Ledger* ledger)
       : p_(p), o_(o), redo_(std::move(redo)), in_(std::move(in)), ledger_(ledger) {}
   int depth() const override { return p_.depth(); }
-  std::size_t batch_bytes() const override {
-    if (const char* e = std::getenv("TANDEM_EXP_BATCH_MIB")) return std::strtoull(e, nullptr, 10) << 20;  // EXPERIMENT
-    return p_.batch_bytes();
-  }
+  std::size_t batch_bytes() const override { return p_.batch_bytes(); }
   Status submit(std::span<const sched::Chunk> chunks) override {
     if (!begun_) {
       if (Status s = p_.begin(o_); !s) return s;

@@ -1,28 +1,31 @@
 // The LZ4 pipeline of lz4_gpu_pipeline.hpp on CUDA.
 //
-// Three slots, each a stream with its own device buffers, pinned buffers and
-// events, hold the batches in flight, so that one batch's host-to-device
-// copy, another's kernels and a third's copy back overlap. A batch goes:
+// kPipelineDepth slots, each a stream with its own device buffers, pinned
+// buffers and events, hold the batches in flight, so that one batch's
+// host-to-device copy, another's kernels and a third's copy back overlap. A
+// batch goes:
 //
 //   submit    the host plans the batch (compression: every chunk's blocks are
 //             the items; decompression: every chunk's frame blocks, parsed on
 //             the host, which fails a hostile chunk without the device) and
 //             writes the item arrays into the slot's pinned staging, with the
 //             chunks that are not in pinned memory behind them; one H2D copy
-//             takes that, one more per pinned chunk; then the kernels, and
-//             the batch's small results (sizes, places, statuses) come back.
+//             takes that, one more per run of pinned chunks that follow each
+//             other in memory; then the kernels, and the batch's small
+//             results (sizes, places, statuses) come back.
 //   complete  once those arrived, the host knows how many bytes to fetch:
 //             compression: the frame blocks, packed on the device in input
-//             order (frame_sizes, a CUB scan, write_frames); decompression:
-//             each chunk's decoded bytes, straight into `direct` when it is
-//             pinned. Checksums are computed (compression) or verified
-//             (decompression) on the host.
+//             order (frame_sizes, a CUB scan, write_frames), straight into
+//             the caller's output when it gives their place (PlaceFn), else
+//             into a pool buffer; decompression: each chunk's decoded bytes,
+//             straight into `direct` when it is pinned. Checksums are
+//             computed (compression) or verified (decompression) on the host.
 //
-// complete() of the oldest batch also queues the copy back of any later
-// batch whose results have arrived (when a pool buffer is free), so that the
-// copies of consecutive batches overlap the host's work too. Outputs land in
-// a pool of pinned buffers, each handed out behind a shared_ptr whose deleter
-// puts it back, so that the caller may hold a batch's outputs while later
+// While complete() waits for the oldest batch's bytes, it queues the copy
+// back of each later batch as soon as that batch's results arrive, so that
+// the copy engine goes from batch to batch without waiting for the host.
+// Pool outputs are handed out behind a shared_ptr whose deleter puts the
+// buffer back, so that the caller may hold a batch's outputs while later
 // batches run. Buffers grow to the largest batch and are kept: a warm run
 // allocates nothing.
 #include <cuda_runtime.h>
@@ -31,7 +34,6 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
-#include <cstdlib>
 #include <cstring>
 #include <cub/device/device_scan.cuh>
 #include <map>
@@ -343,7 +345,7 @@ class CudaPipeline final : public Lz4Pipeline {
     return {};
   }
 
-  int depth() const override { return depth_; }
+  int depth() const override { return kPipelineDepth; }
   std::size_t batch_bytes() const override { return kPipelineBatchBytes; }
   Status submit(std::span<const PipelineIn> chunks, PlaceFn place) override;
   bool placeable(const void* p, std::size_t n) const override {
@@ -384,14 +386,12 @@ class CudaPipeline final : public Lz4Pipeline {
     slot.out.reset();
     slot.place = nullptr;
     slot.placed = nullptr;
-    head_ = (head_ + 1) % depth_;
+    head_ = (head_ + 1) % kPipelineDepth;
     --count_;
   }
 
   const int gpu_;
-  static constexpr int kMaxDepth = 8;
-  Slot slots_[kMaxDepth];
-  int depth_ = std::getenv("TANDEM_EXP_DEPTH") ? std::clamp(std::atoi(std::getenv("TANDEM_EXP_DEPTH")), 1, kMaxDepth) : kPipelineDepth;  // EXPERIMENT
+  Slot slots_[kPipelineDepth];
   cudaEvent_t epoch_ = nullptr;  // recorded by begin()...
   double epoch_host_ = 0;        // ...when the host's steady clock read this
   int head_ = 0;   // the oldest batch's slot
@@ -492,9 +492,9 @@ void CudaPipeline::plan_decompress(Slot& slot, std::span<const PipelineIn> chunk
 
 Status CudaPipeline::submit(std::span<const PipelineIn> chunks, PlaceFn place) {
   if (!begun_) return {StatusCode::invalid_argument, "submit before begin"};
-  if (count_ >= depth_) return {StatusCode::invalid_argument, "submit beyond the pipeline's depth"};
+  if (count_ >= kPipelineDepth) return {StatusCode::invalid_argument, "submit beyond the pipeline's depth"};
   TANDEM_CUDA_CHECK(cudaSetDevice(gpu_), "cudaSetDevice");
-  Slot& slot = slots_[(head_ + count_) % depth_];
+  Slot& slot = slots_[(head_ + count_) % kPipelineDepth];
   slot.mode = options_.mode;
   slot.chunks.clear();
   slot.output_queued = false;
@@ -765,7 +765,7 @@ Status CudaPipeline::complete(std::vector<PipelineOut>* outs, BatchTimes* times)
   // from one batch's to the next without waiting for the host.
   while (s) {
     for (int k = 1; s && k < count_; ++k) {
-      Slot& later = slots_[(head_ + k) % depth_];
+      Slot& later = slots_[(head_ + k) % kPipelineDepth];
       if (later.output_queued) continue;
       if (cudaEventQuery(later.results_ready) != cudaSuccess) break;  // not yet (or failed: its complete() says)
       s = queue_output(later, false);
@@ -774,7 +774,7 @@ Status CudaPipeline::complete(std::vector<PipelineOut>* outs, BatchTimes* times)
     if (!s) break;
     // A later batch whose copy back is not queued yet: look again soon.
     const bool pending =
-        std::any_of(slots_, slots_ + depth_, [](const Slot& x) { return x.busy && !x.output_queued; });
+        std::any_of(slots_, slots_ + kPipelineDepth, [](const Slot& x) { return x.busy && !x.output_queued; });
     const cudaError_t e = pending ? cudaEventQuery(slot.d2h_end) : cudaEventSynchronize(slot.d2h_end);
     if (e == cudaSuccess) break;
     if (e != cudaErrorNotReady) {

@@ -12,7 +12,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstdlib>
 #include <condition_variable>
 #include <deque>
 #include <exception>
@@ -168,8 +167,7 @@ bool Run::cpu_may_take() const {
   const Chunk& last = ready_.back();
   const double cpu_time = static_cast<double>(last.data.size()) / cpu_rate;
   const double gpu_time = static_cast<double>(ready_bytes_ - last.data.size()) / gpu_rate_;
-  static const double margin = std::getenv("TANDEM_EXP_MARGIN") ? std::atof(std::getenv("TANDEM_EXP_MARGIN")) : 1.0;  // EXPERIMENT
-  return margin * cpu_time <= gpu_time;
+  return cpu_time <= gpu_time;
 }
 
 void Run::finish(WorkerKind kind, const Chunk& chunk, ChunkOutput&& out) {
