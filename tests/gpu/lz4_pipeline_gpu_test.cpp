@@ -7,7 +7,8 @@
 // pageable and in pinned memory (and both in one batch); a batch larger than
 // batch_bytes(); outputs held across later batches; depth and FIFO order;
 // malformed chunks fail alone; short blocks inside a chunk; each injected
-// fault fires once, where its kind does; the pipeline of each device.
+// fault fires once, where its kind does; the pipeline of each device; frames
+// placed in pinned output by the GPU equal the ones copied out.
 //
 // Tests that need a device skip without one; without CUDA, shared() must
 // answer no_device.
@@ -249,6 +250,38 @@ TEST(Lz4PipelineGpu, EachDeviceHasItsPipeline) {
     const auto lock = p->lock();
     PageableArena pageable;
     tandem::test::check_pipeline_round_trip(*p, data, bs, false, nullptr, pageable.alloc());
+  }
+}
+
+// Frames written straight into pinned output (the GPU copies each batch into
+// its place there) equal those the writer copies out of the pipeline's
+// buffers, byte for byte, under the GPU alone; beside the CPU workers, they
+// decode to the input.
+TEST(Lz4PipelineGpu, BatchesPlacedInPinnedOutputEqualTheCopiedOnes) {
+  REQUIRE_GPU();
+  Bytes data = tandem::test::mixed_bytes(std::size_t{20} << 20, 41);
+  const Bytes text = tandem::test::text_like_bytes(std::size_t{20} << 20, 42);
+  data.insert(data.end(), text.begin(), text.end());
+  for (const tandem::Backend b : {tandem::Backend::gpu, tandem::Backend::automatic}) {
+    SCOPED_TRACE(tandem::backend_name(b));
+    tandem::Lz4FrameOptions o;
+    o.backend = b;
+    o.block_size = 64 << 10;
+    const std::size_t cap = tandem::lz4_frame_max_compressed_size(data.size(), o);
+    PinnedArena pinned;
+    std::uint8_t* frame = pinned.get(cap);
+    ASSERT_NE(frame, nullptr);
+    std::size_t size = 0;
+    ASSERT_TRUE(tandem::lz4_frame_compress({data.data(), data.size()}, {frame, cap}, &size, o).ok());
+    Bytes decoded;
+    ASSERT_TRUE(tandem::lz4_frame_decompress({frame, size}, &decoded, {}).ok());
+    EXPECT_TRUE(decoded == data);
+    if (b == tandem::Backend::gpu) {
+      Bytes copied;
+      ASSERT_TRUE(tandem::lz4_frame_compress({data.data(), data.size()}, &copied, o).ok());
+      ASSERT_EQ(copied.size(), size);
+      EXPECT_EQ(std::memcmp(copied.data(), frame, size), 0);
+    }
   }
 }
 #endif
