@@ -39,7 +39,7 @@ struct RoundTrip : ::testing::TestWithParam<std::tuple<std::size_t, bool>> {};
 TEST_P(RoundTrip, Lz4PipelineEmulatedFramesDecodeWithLz4fAndBack) {
   const auto [bs, checksum] = GetParam();
   auto p = Lz4Pipeline::emulated();
-  EXPECT_EQ(p->depth(), 3);
+  EXPECT_EQ(p->depth(), tandem::gpu::kPipelineDepth);
   EXPECT_GT(p->batch_bytes(), 0u);
   for (const auto& s : tandem::test::pipeline_samples(bs)) {
     SCOPED_TRACE(s.name);

@@ -93,7 +93,7 @@ TEST(Lz4PipelineGpu, SharedAnswersNoDeviceWithoutOne) {
   ASSERT_TRUE(Lz4Pipeline::shared(0, &a).ok());
   ASSERT_TRUE(Lz4Pipeline::shared(0, &b).ok());
   EXPECT_EQ(a, b);
-  EXPECT_EQ(a->depth(), 3);
+  EXPECT_EQ(a->depth(), tandem::gpu::kPipelineDepth);
   EXPECT_EQ(a->batch_bytes(), std::size_t{32} << 20);
 }
 
