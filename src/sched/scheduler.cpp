@@ -156,22 +156,18 @@ bool Run::cpu_may_take() const {
   if (!cpu_enabled_ || ready_.empty()) return false;
   if (!cpu_from_back()) return true;
   // Beside a GPU, a CPU worker takes the last chunk only when it would
-  // finish it, with kMargin to spare, before the GPUs, taking the queue from
-  // the front, got there: else the writer, and every GPU output behind that
-  // chunk, would wait for it. Until a GPU has finished a batch its rate is
-  // unknown, and the CPU waits for it (a few milliseconds); until a CPU
-  // worker has finished a chunk, one is taken to be kCpuGuess times slower
-  // than the GPUs (LZ4 on one core of the H100's host against the H100:
-  // some 120 times compressing, 25 times decoding; the first chunks, on cold
-  // memory, slower still).
-  constexpr double kCpuGuess = 128;
-  constexpr double kMargin = 1.5;
+  // finish it before the GPUs, taking the queue from the front, got there:
+  // else the writer, and every GPU output behind that chunk, would wait for
+  // it. Until a GPU has finished a batch its rate is unknown, and the CPU
+  // waits for it (a few milliseconds); a CPU worker that has not finished a
+  // chunk yet is taken to be kCpuGuess times slower than the GPUs.
+  constexpr double kCpuGuess = 32;
   if (gpu_rate_ <= 0) return false;
   const double cpu_rate = m_.cpu.ewma_bytes_per_second > 0 ? m_.cpu.ewma_bytes_per_second : gpu_rate_ / kCpuGuess;
   const Chunk& last = ready_.back();
   const double cpu_time = static_cast<double>(last.data.size()) / cpu_rate;
   const double gpu_time = static_cast<double>(ready_bytes_ - last.data.size()) / gpu_rate_;
-  return kMargin * cpu_time <= gpu_time;
+  return cpu_time <= gpu_time;
 }
 
 void Run::finish(WorkerKind kind, const Chunk& chunk, ChunkOutput&& out) {
