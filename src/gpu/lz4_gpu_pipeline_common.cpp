@@ -2,8 +2,8 @@
 // injection, the host-side pieces of lz4_gpu_pipeline_host.hpp, and the
 // emulated pipeline, which computes each batch on the CPU in submit() with
 // the GPU encoder's twin (the same bytes as the device) and liblz4's safe
-// decoder, and hands the results out in complete(), three batches deep, as
-// the device pipeline does. It honours injected faults at the same spots.
+// decoder, and hands the results out in complete(), kPipelineDepth batches
+// deep, as the device pipeline does. It honours injected faults at the same spots.
 #include <lz4.h>
 #include <xxhash.h>
 
