@@ -194,7 +194,9 @@ class Sink {
   // writer that fills them ahead of the position: it commits them later, in
   // order, and reserve() then returns that same address, so that nothing is
   // copied. Null when the sink has no such fixed memory (a stream, a growing
-  // vector) or the bytes would not fit; the default.
+  // vector) or the bytes would not fit; the default. Unlike the rest of a
+  // sink, it may be called from another thread while reserve() and commit()
+  // run: it must not depend on the sink's position.
   virtual std::uint8_t* place(std::uint64_t position, std::size_t n) {
     (void)position;
     (void)n;

@@ -160,7 +160,8 @@ class BufferSink final : public Sink {
   }
   std::uint64_t position() const override { return pos_; }
   std::uint8_t* place(std::uint64_t position, std::size_t n) override {
-    if (position < pos_ || position > cap_ || n > cap_ - position) return nullptr;
+    // The buffer's fixed fields only: callers may be on another thread.
+    if (position > cap_ || n > cap_ - position) return nullptr;
     return p_ + position;
   }
 

@@ -4,6 +4,7 @@
 // `lz4 -d` decodes every frame to the input, tandem decodes them under every
 // policy, and a fault leaves one warning and a complete output.
 #include <algorithm>
+#include <atomic>
 #include <memory>
 #include <string>
 
@@ -163,17 +164,19 @@ class CountingBufferSink final : public tandem::Sink {
     return {};
   }
   std::uint64_t position() const override { return pos_; }
+  // Called from the GPU worker's thread while the writer commits: the
+  // buffer's fixed fields only.
   std::uint8_t* place(std::uint64_t position, std::size_t n) override {
-    if (position < pos_ || position > b_.size() || n > b_.size() - position) return nullptr;
+    if (position > b_.size() || n > b_.size() - position) return nullptr;
     if (n > 0) ++placed_;
     return b_.data() + position;
   }
-  int placed() const { return placed_; }
+  int placed() const { return placed_.load(); }
 
  private:
   Bytes& b_;
   std::size_t pos_ = 0;
-  int placed_ = 0;
+  std::atomic<int> placed_{0};
 };
 
 // 80 MiB: several of the emulated GPU's batches.
