@@ -300,6 +300,16 @@ struct Slot {
   std::uint8_t* placed = nullptr;   // ...or here, the room place() gave
   bool busy = false;                // has work on its stream
   bool output_queued = false;       // its copy back is queued
+
+  // Forgets its batch, once the stream is idle: the slot takes the next.
+  void let_go() {
+    if (busy) (void)cudaStreamSynchronize(stream);
+    busy = false;
+    output_queued = false;
+    out.reset();
+    place = nullptr;
+    placed = nullptr;
+  }
 };
 
 class CudaPipeline final : public Lz4Pipeline {
@@ -356,14 +366,7 @@ class CudaPipeline final : public Lz4Pipeline {
 
   void abandon() override {
     (void)cudaSetDevice(gpu_);
-    for (Slot& s : slots_) {
-      if (s.busy) (void)cudaStreamSynchronize(s.stream);
-      s.busy = false;
-      s.output_queued = false;
-      s.out.reset();
-      s.place = nullptr;
-      s.placed = nullptr;
-    }
+    for (Slot& s : slots_) s.let_go();
     (void)cudaGetLastError();
     head_ = 0;
     count_ = 0;
@@ -379,13 +382,7 @@ class CudaPipeline final : public Lz4Pipeline {
   void finish(Slot& slot, std::vector<PipelineOut>* outs);
   // Lets go of the oldest batch once its stream is idle.
   void pop() {
-    Slot& slot = slots_[head_];
-    if (slot.busy) (void)cudaStreamSynchronize(slot.stream);
-    slot.busy = false;
-    slot.output_queued = false;
-    slot.out.reset();
-    slot.place = nullptr;
-    slot.placed = nullptr;
+    slots_[head_].let_go();
     head_ = (head_ + 1) % kPipelineDepth;
     --count_;
   }
@@ -495,12 +492,10 @@ Status CudaPipeline::submit(std::span<const PipelineIn> chunks, PlaceFn place) {
   if (count_ >= kPipelineDepth) return {StatusCode::invalid_argument, "submit beyond the pipeline's depth"};
   TANDEM_CUDA_CHECK(cudaSetDevice(gpu_), "cudaSetDevice");
   Slot& slot = slots_[(head_ + count_) % kPipelineDepth];
+  slot.let_go();  // idle already: not in flight
   slot.mode = options_.mode;
   slot.chunks.clear();
-  slot.output_queued = false;
-  slot.out.reset();
-  slot.place = options_.mode == PipelineMode::compress ? std::move(place) : nullptr;
-  slot.placed = nullptr;
+  if (options_.mode == PipelineMode::compress) slot.place = std::move(place);
   std::size_t staged = 0, pinned = 0;
   if (options_.mode == PipelineMode::compress) {
     plan_compress(slot, chunks, &staged, &pinned);
@@ -793,22 +788,22 @@ Status CudaPipeline::complete(std::vector<PipelineOut>* outs, BatchTimes* times)
                        cudaEventElapsedTime(&kernel, slot.h2d_end, slot.kernel_end) == cudaSuccess &&
                        cudaEventElapsedTime(&results, slot.kernel_end, slot.results_ready) == cudaSuccess &&
                        cudaEventElapsedTime(&data, slot.d2h_start, slot.d2h_end) == cudaSuccess;
-    float at[5] = {};
-    const bool placed = timed && cudaEventElapsedTime(&at[0], epoch_, slot.h2d_start) == cudaSuccess &&
-                        cudaEventElapsedTime(&at[1], epoch_, slot.h2d_end) == cudaSuccess &&
-                        cudaEventElapsedTime(&at[2], epoch_, slot.kernel_end) == cudaSuccess &&
-                        cudaEventElapsedTime(&at[3], epoch_, slot.d2h_start) == cudaSuccess &&
-                        cudaEventElapsedTime(&at[4], epoch_, slot.d2h_end) == cudaSuccess;
-    if (!timed || !placed) (void)cudaGetLastError();
+    // The same on the host's clock; the copy back spans the results' and
+    // the bytes' copies, so it starts where the kernels end.
+    float at[4] = {};
+    const bool on_clock = timed && cudaEventElapsedTime(&at[0], epoch_, slot.h2d_start) == cudaSuccess &&
+                          cudaEventElapsedTime(&at[1], epoch_, slot.h2d_end) == cudaSuccess &&
+                          cudaEventElapsedTime(&at[2], epoch_, slot.kernel_end) == cudaSuccess &&
+                          cudaEventElapsedTime(&at[3], epoch_, slot.d2h_end) == cudaSuccess;
+    if (!timed || !on_clock) (void)cudaGetLastError();
     *times = timed ? BatchTimes{h2d, kernel, double{results} + data} : BatchTimes{};
-    if (placed) {
-      // The copy back spans the results' and the bytes' copies.
+    if (on_clock) {
       times->timed = true;
       times->h2d_start = epoch_host_ + at[0] / 1e3;
       times->h2d_end = epoch_host_ + at[1] / 1e3;
       times->kernel_end = epoch_host_ + at[2] / 1e3;
-      times->d2h_start = epoch_host_ + at[2] / 1e3;
-      times->d2h_end = epoch_host_ + at[4] / 1e3;
+      times->d2h_start = times->kernel_end;
+      times->d2h_end = epoch_host_ + at[3] / 1e3;
     }
   }
   slot.busy = false;

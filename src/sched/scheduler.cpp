@@ -74,9 +74,10 @@ class Run {
   bool cpu_finished() const {
     return source_done_ && returned_.empty() && ready_.empty() && gpu_in_hand_ == 0;
   }
-  Chunk pop_ready() {
-    Chunk c = ready_.front();
-    ready_.pop_front();
+  // The ready queue's first chunk, or its last.
+  Chunk pop_ready(bool back = false) {
+    Chunk c = back ? ready_.back() : ready_.front();
+    back ? ready_.pop_back() : ready_.pop_front();
     ready_bytes_ -= c.data.size();
     return c;
   }
@@ -85,12 +86,6 @@ class Run {
   // for is the GPU's, and a CPU chunk (a slow one) is done long before the
   // writer gets to it.
   bool cpu_from_back() const { return gpus_alive_ > 0 && gpu_eligible_; }
-  Chunk pop_ready_back() {
-    Chunk c = ready_.back();
-    ready_.pop_back();
-    ready_bytes_ -= c.data.size();
-    return c;
-  }
   double since_start(Clock::time_point t) const { return seconds(t - start_); }
 
   const SchedulerOptions& opt_;
@@ -255,7 +250,7 @@ void Run::cpu_worker(std::size_t slot) {
       chunk = returned_.front();
       returned_.pop_front();
     } else {
-      chunk = cpu_from_back() ? pop_ready_back() : pop_ready();
+      chunk = pop_ready(cpu_from_back());
     }
     ChunkOutput out = take_spare();
     lk.unlock();
