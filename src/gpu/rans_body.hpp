@@ -1,0 +1,498 @@
+// The rANS stream format's working parts (docs/formats/rans.md), written once
+// as host/device code over a warp (gpu/simt.hpp): the CPU reference
+// (cpu/rans_cpu.cpp) runs them through the warp emulation, the CUDA kernels
+// (gpu/rans_gpu.cu) on the device. So the CPU encoder and the GPU encoder
+// write the same bytes, and the tests and fuzzers that run on the CPU check
+// the code the GPU runs.
+//
+// A chunk of n bytes with K lanes: symbol i belongs to lane i % K. Decoding
+// goes in steps; at step t each lane with a coded symbol left decodes symbol
+// l + t*K, then, if its state fell below 2^16, takes the next 16-bit word;
+// within a step the lanes that take words take them in lane order (a ballot
+// and a population count give each its place). Encoding runs the same steps
+// backwards, lanes in reverse order, writing words from the end of its
+// buffer, so the decoder reads them front to back. A lane's last (up to) two
+// symbols are not coded: they are the low bytes of the state its encoder
+// starts from, 2^16 | b0 | b1 << 8, which the decoder ends in.
+//
+// Division by a frequency uses a reciprocal (Granlund and Montgomery's
+// round-up method for 32-bit dividends), exact for every state, so the
+// device needs no integer division.
+//
+// Every length, count and state read from a stream is checked: a function
+// here returns an Error and never reads or writes outside the spans it was
+// given.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "format/rans_format.hpp"
+#include "gpu/simt.hpp"
+
+namespace tandem::gpu::ransk {
+
+using rans::Error;
+using simt::Lanes;
+using simt::Warp;
+
+inline constexpr int kSymbols = 256;
+inline constexpr int kSymbolsPerLane = kSymbols / simt::kWarpSize;  // lane l owns symbols 8l .. 8l + 7
+
+// ------------------------------------------------------------- bytes ----
+
+TANDEM_HD std::uint32_t load_u16le(const std::uint8_t* p) { return p[0] | (std::uint32_t{p[1]} << 8); }
+TANDEM_HD std::uint32_t load_u32le(const std::uint8_t* p) {
+  return p[0] | (std::uint32_t{p[1]} << 8) | (std::uint32_t{p[2]} << 16) | (std::uint32_t{p[3]} << 24);
+}
+TANDEM_HD void store_u16le(std::uint8_t* p, std::uint32_t v) {
+  p[0] = static_cast<std::uint8_t>(v);
+  p[1] = static_cast<std::uint8_t>(v >> 8);
+}
+TANDEM_HD void store_u32le(std::uint8_t* p, std::uint32_t v) {
+  for (int i = 0; i < 4; ++i) p[i] = static_cast<std::uint8_t>(v >> (8 * i));
+}
+
+TANDEM_HD std::uint32_t mulhi(std::uint32_t a, std::uint32_t b) {
+#if defined(__CUDA_ARCH__)
+  return __umulhi(a, b);
+#else
+  return static_cast<std::uint32_t>((static_cast<std::uint64_t>(a) * b) >> 32);
+#endif
+}
+
+// ------------------------------------------------------------ header ----
+
+struct Header {
+  std::uint32_t scale_bits = 0;
+  std::uint32_t chunk_size = 0;  // bytes
+  std::uint32_t lanes = 0;       // most lanes a chunk may have
+  std::uint32_t length = 0;      // bytes the stream decodes to
+  std::uint32_t chunk_count = 0;
+  std::uint32_t table_bytes = 0;
+};
+
+TANDEM_HD std::size_t directory_at(const Header& h) { return rans::kHeaderBytes + h.table_bytes; }
+TANDEM_HD std::size_t payloads_at(const Header& h) {
+  return directory_at(h) + rans::kDirEntryBytes * static_cast<std::size_t>(h.chunk_count);
+}
+// Bytes of chunk i (< chunk_count): chunk_size, the last one what is left.
+TANDEM_HD std::uint32_t chunk_length(const Header& h, std::uint32_t i) {
+  return i + 1 < h.chunk_count ? h.chunk_size : h.length - (h.chunk_count - 1) * h.chunk_size;
+}
+TANDEM_HD std::uint32_t chunks_for(std::uint32_t length, std::uint32_t chunk_size) {
+  return length / chunk_size + (length % chunk_size != 0 ? 1u : 0u);
+}
+
+TANDEM_HD void write_header(std::uint8_t* out, const Header& h) {
+  out[0] = rans::kMagic0;
+  out[1] = rans::kMagic1;
+  out[2] = rans::kMagic2;
+  out[3] = rans::kMagic3;
+  out[4] = rans::kVersion;
+  out[5] = static_cast<std::uint8_t>(h.scale_bits);
+  out[6] = static_cast<std::uint8_t>(h.chunk_size / 1024);
+  out[7] = static_cast<std::uint8_t>(h.lanes);
+  store_u32le(out + 8, h.length);
+  store_u32le(out + 12, h.chunk_count);
+  store_u16le(out + 16, h.table_bytes);
+}
+
+// Reads and checks the fixed header of the stream in[0, n): everything but
+// the table's contents and the directory. On ok the table and the directory
+// lie inside the input.
+TANDEM_HD Error parse_header(const std::uint8_t* in, std::size_t n, Header* h) {
+  const std::uint8_t magic[4] = {rans::kMagic0, rans::kMagic1, rans::kMagic2, rans::kMagic3};
+  for (std::size_t i = 0; i < 4 && i < n; ++i) {
+    if (in[i] != magic[i]) return Error::bad_magic;
+  }
+  if (n < rans::kHeaderBytes) return Error::truncated;
+  if (in[4] != rans::kVersion) return Error::unsupported_version;
+  const rans::Params p{in[6], in[5], in[7]};
+  if (!rans::params_valid(p)) return Error::bad_params;
+  h->scale_bits = p.scale_bits;
+  h->chunk_size = p.chunk_kib * 1024;
+  h->lanes = p.lanes;
+  h->length = load_u32le(in + 8);
+  h->chunk_count = load_u32le(in + 12);
+  h->table_bytes = load_u16le(in + 16);
+  if (h->chunk_count != chunks_for(h->length, h->chunk_size)) return Error::bad_chunk_count;
+  if (h->length == 0) {
+    if (h->table_bytes != 0) return Error::bad_table;
+    return n > rans::kHeaderBytes ? Error::trailing_bytes : Error::ok;
+  }
+  if (h->table_bytes < rans::kTableHeadBytes || h->table_bytes > rans::kMaxTableBytes) return Error::bad_table;
+  if (payloads_at(*h) > n) return Error::truncated;
+  return Error::ok;
+}
+
+// ------------------------------------------------------------- table ----
+//
+// Frequencies are arrays of 256 (0: the symbol is absent). The table on the
+// wire: the code order k, a presence bit per symbol, then for each present
+// symbol in increasing order f - 1 as an exp-Golomb code of order k, bits
+// taken from each byte's lowest first.
+
+// Bits of the order-k code of v.
+TANDEM_HD std::uint32_t code_bits(std::uint32_t v, std::uint32_t k) {
+  const std::uint32_t nb = static_cast<std::uint32_t>(simt::last_set(v + (1u << k)));
+  return 2 * nb + 1 - k;
+}
+
+// The order that codes freq in the fewest bits (the lowest of equals).
+TANDEM_HD std::uint32_t best_code_order(const std::uint32_t* freq) {
+  std::uint32_t best = 0, best_bits = 0xFFFFFFFFu;
+  for (std::uint32_t k = 0; k <= rans::kMaxCodeOrder; ++k) {
+    std::uint32_t bits = 0;
+    for (int s = 0; s < kSymbols; ++s) {
+      if (freq[s]) bits += code_bits(freq[s] - 1, k);
+    }
+    if (bits < best_bits) {
+      best = k;
+      best_bits = bits;
+    }
+  }
+  return best;
+}
+
+TANDEM_HD std::uint32_t table_bytes(const std::uint32_t* freq, std::uint32_t k) {
+  std::uint32_t bits = 0;
+  for (int s = 0; s < kSymbols; ++s) {
+    if (freq[s]) bits += code_bits(freq[s] - 1, k);
+  }
+  return static_cast<std::uint32_t>(rans::kTableHeadBytes) + (bits + 7) / 8;
+}
+
+// Writes the table (table_bytes(freq, k) bytes) to out.
+TANDEM_HD void write_table(const std::uint32_t* freq, std::uint32_t k, std::uint8_t* out) {
+  const std::uint32_t n = table_bytes(freq, k);
+  for (std::uint32_t i = 0; i < n; ++i) out[i] = 0;
+  out[0] = static_cast<std::uint8_t>(k);
+  std::uint8_t* bits = out + rans::kTableHeadBytes;
+  std::uint32_t at = 0;
+  const auto put = [&](std::uint32_t v, std::uint32_t count) {
+    for (std::uint32_t i = 0; i < count; ++i, ++at) bits[at >> 3] |= static_cast<std::uint8_t>(((v >> i) & 1u) << (at & 7));
+  };
+  for (int s = 0; s < kSymbols; ++s) {
+    if (!freq[s]) continue;
+    out[1 + s / 8] |= static_cast<std::uint8_t>(1u << (s % 8));
+    const std::uint32_t u = freq[s] - 1 + (1u << k);
+    const std::uint32_t nb = static_cast<std::uint32_t>(simt::last_set(u));
+    put(0, nb - k);
+    put(1, 1);
+    put(u, nb);
+  }
+}
+
+// Reads the table t[0, tb) (tb >= kTableHeadBytes) into freq.
+TANDEM_HD Error parse_table(const std::uint8_t* t, std::uint32_t tb, std::uint32_t scale_bits, std::uint32_t* freq) {
+  const std::uint32_t k = t[0];
+  if (k > rans::kMaxCodeOrder) return Error::bad_table;
+  const std::uint8_t* bits = t + rans::kTableHeadBytes;
+  const std::uint32_t nbits = (tb - static_cast<std::uint32_t>(rans::kTableHeadBytes)) * 8;
+  std::uint32_t at = 0;
+  const auto bit = [&](std::uint32_t i) { return (bits[i >> 3] >> (i & 7)) & 1u; };
+  const std::uint32_t total = 1u << scale_bits;
+  std::uint32_t sum = 0;
+  for (int s = 0; s < kSymbols; ++s) {
+    freq[s] = 0;
+    if (!((t[1 + s / 8] >> (s % 8)) & 1u)) continue;
+    std::uint32_t zeros = 0;
+    for (;;) {
+      if (at >= nbits) return Error::bad_table;
+      if (bit(at++)) break;
+      if (++zeros + k > rans::kMaxScaleBits) return Error::bad_table;
+    }
+    const std::uint32_t nb = zeros + k;
+    if (nb > nbits - at) return Error::bad_table;
+    std::uint32_t u = 1u << nb;
+    for (std::uint32_t i = 0; i < nb; ++i) u |= bit(at++) << i;
+    const std::uint32_t f = u - (1u << k) + 1;
+    if (f > total - sum) return Error::bad_table;
+    sum += f;
+    freq[s] = f;
+  }
+  if (sum != total) return Error::bad_table;  // also: no symbol present
+  // The table ends in the byte that holds its last bit, padded with zeros.
+  if (nbits - at >= 8) return Error::bad_table;
+  for (; at < nbits; ++at) {
+    if (bit(at)) return Error::bad_table;
+  }
+  return Error::ok;
+}
+
+// ---------------------------------------------------- normalisation ----
+
+// The frequencies (summing to 2^scale_bits) of a stream of `total` (> 0)
+// bytes with the symbol counts `counts`: each present symbol gets its share
+// rounded to nearest, at least 1; a sum short of the scale goes to the most
+// frequent symbol (the lowest of equals); an excess is taken one at a time
+// from the symbol with the largest frequency (the lowest of equals).
+// counts and freq: 256 entries in memory the warp shares.
+TANDEM_HD void normalize(const Warp& w, const std::uint32_t* counts, std::uint32_t total, std::uint32_t scale_bits,
+                         std::uint32_t* freq) {
+  const std::uint32_t scale = 1u << scale_bits;
+  const Lanes<std::uint32_t> part = w.map([&](int l) {
+    std::uint32_t sum = 0;
+    for (int j = 0; j < kSymbolsPerLane; ++j) {
+      const int s = l * kSymbolsPerLane + j;
+      const std::uint64_t c = counts[s];
+      std::uint32_t f = 0;
+      if (c) {
+        f = static_cast<std::uint32_t>((c * scale + total / 2) / total);
+        if (f == 0) f = 1;
+      }
+      freq[s] = f;
+      sum += f;
+    }
+    return sum;
+  });
+  w.sync();
+  std::uint32_t sum = w.sum(part);
+  // The lowest symbol whose value in `of` is the warp's largest.
+  const auto argmax = [&](const std::uint32_t* of) {
+    const std::uint32_t top = w.max(w.map([&](int l) {
+      std::uint32_t m = 0;
+      for (int j = 0; j < kSymbolsPerLane; ++j) m = of[l * kSymbolsPerLane + j] > m ? of[l * kSymbolsPerLane + j] : m;
+      return m;
+    }));
+    return static_cast<int>(w.min(w.map([&](int l) {
+      for (int j = 0; j < kSymbolsPerLane; ++j) {
+        if (of[l * kSymbolsPerLane + j] == top) return static_cast<std::uint32_t>(l * kSymbolsPerLane + j);
+      }
+      return static_cast<std::uint32_t>(kSymbols);
+    })));
+  };
+  if (sum < scale) {
+    const int s = argmax(counts);
+    w.each([&](int l) {
+      if (l == s / kSymbolsPerLane) freq[s] += scale - sum;
+    });
+    w.sync();
+  }
+  // Only symbols rounded up to 1 and rounding push the sum over, so this
+  // runs at most a few hundred times; there is always a frequency above 1
+  // to take from (256 symbols of 1 fit any scale).
+  while (sum > scale) {
+    const int s = argmax(freq);
+    w.each([&](int l) {
+      if (l == s / kSymbolsPerLane) freq[s] -= 1;
+    });
+    w.sync();
+    --sum;
+  }
+}
+
+// ------------------------------------------------------ coding tables ----
+
+// A symbol's encoding entry: its frequency and cumulative frequency, and the
+// reciprocal that divides by the frequency.
+struct EncSym {
+  std::uint32_t rcp;    // ceil-style magic: floor(2^32 (2^s - f) / f) + 1, s = ceil(log2 f)
+  std::uint32_t fc;     // f | cum << 16 (f <= 4096, cum < 4096)
+};
+
+TANDEM_HD std::uint32_t ceil_log2(std::uint32_t f) {
+  return f > 1 ? static_cast<std::uint32_t>(simt::last_set(f - 1)) + 1 : 0u;
+}
+
+TANDEM_HD EncSym make_enc_sym(std::uint32_t f, std::uint32_t cum) {
+  if (f == 0) return {0, 0};
+  const std::uint32_t s = ceil_log2(f);
+  const std::uint64_t rcp = ((std::uint64_t{1} << 32) * ((std::uint64_t{1} << s) - f)) / f + 1;
+  return {static_cast<std::uint32_t>(rcp), f | (cum << 16)};
+}
+
+// floor(x / f) for any 32-bit x.
+TANDEM_HD std::uint32_t divide(std::uint32_t x, const EncSym& e) {
+  const std::uint32_t s = ceil_log2(e.fc & 0xFFFFu);
+  const std::uint32_t t = mulhi(x, e.rcp);
+  return s ? (t + ((x - t) >> 1)) >> (s - 1) : x;
+}
+
+// The encoding table of freq: 256 entries.
+TANDEM_HD void build_enc_table(const Warp& w, const std::uint32_t* freq, EncSym* table) {
+  const Lanes<std::uint32_t> part = w.map([&](int l) {
+    std::uint32_t sum = 0;
+    for (int j = 0; j < kSymbolsPerLane; ++j) sum += freq[l * kSymbolsPerLane + j];
+    return sum;
+  });
+  const Lanes<std::uint32_t> base = w.exclusive_sum(part);
+  w.each([&](int l) {
+    std::uint32_t cum = base[l];
+    for (int j = 0; j < kSymbolsPerLane; ++j) {
+      const int s = l * kSymbolsPerLane + j;
+      table[s] = make_enc_sym(freq[s], cum);
+      cum += freq[s];
+    }
+  });
+}
+
+// A decoding slot: symbol | (f - 1) << 8 | (slot - cum) << 20 (scale <= 12 bits).
+TANDEM_HD std::uint32_t slot_entry(std::uint32_t symbol, std::uint32_t f, std::uint32_t offset) {
+  return symbol | ((f - 1) << 8) | (offset << 20);
+}
+
+// ------------------------------------------------------------- chunks ----
+
+// Lane l's symbols in a chunk of n bytes with K lanes (0 for l >= K).
+TANDEM_HD std::uint32_t lane_symbols(std::uint32_t l, std::uint32_t n, std::uint32_t K) {
+  return l < K ? (n - l + K - 1) / K : 0u;
+}
+TANDEM_HD std::uint32_t raw_symbols(std::uint32_t count) {
+  return count < rans::kRawSymbols ? count : rans::kRawSymbols;
+}
+
+// Encodes the chunk in[0, n) (n >= 1) with K lanes (1 <= K <= min(32, n)):
+// lane l's final state to states[l], the words to words_end[-W, 0). Returns
+// W (at most one word per coded symbol). table: encode entries of 256 symbols.
+TANDEM_HD std::uint32_t encode_chunk(const Warp& w, const std::uint8_t* in, std::uint32_t n, std::uint32_t K,
+                                     std::uint32_t scale_bits, const EncSym* table, std::uint32_t* states,
+                                     std::uint16_t* words_end) {
+  const Lanes<std::uint32_t> coded = w.map([&](int l) {
+    const std::uint32_t c = lane_symbols(static_cast<std::uint32_t>(l), n, K);
+    return c - raw_symbols(c);
+  });
+  Lanes<std::uint32_t> x = w.map([&](int l) {
+    const std::uint32_t lane = static_cast<std::uint32_t>(l);
+    const std::uint32_t raw = raw_symbols(lane_symbols(lane, n, K));
+    std::uint32_t v = rans::kStateLow;
+    for (std::uint32_t i = 0; i < raw; ++i) v |= std::uint32_t{in[lane + (coded[l] + i) * K]} << (8 * i);
+    return v;
+  });
+  const std::uint32_t steps = w.max(coded);
+  const std::uint32_t shift = 32 - scale_bits;
+  std::uint32_t used = 0;
+  for (std::uint32_t t = steps; t-- > 0;) {
+    const Lanes<EncSym> e = w.map([&](int l) {
+      return t < coded[l] ? table[in[static_cast<std::uint32_t>(l) + t * K]] : EncSym{0, 0};
+    });
+    const Lanes<bool> emit = w.map([&](int l) { return t < coded[l] && (x[l] >> shift) >= (e[l].fc & 0xFFFFu); });
+    const std::uint32_t mask = w.ballot(emit);
+    const std::uint32_t count = static_cast<std::uint32_t>(simt::popcount(mask));
+    w.each([&](int l) {
+      if (emit[l]) {
+        const std::uint32_t rank = static_cast<std::uint32_t>(simt::popcount(mask & ((1u << l) - 1u)));
+        words_end[static_cast<std::ptrdiff_t>(rank) - static_cast<std::ptrdiff_t>(used + count)] =
+            static_cast<std::uint16_t>(x[l]);
+        x[l] >>= 16;
+      }
+      if (t < coded[l]) {
+        const std::uint32_t f = e[l].fc & 0xFFFFu;
+        const std::uint32_t q = divide(x[l], e[l]);
+        x[l] = (q << scale_bits) + (x[l] - q * f) + (e[l].fc >> 16);
+      }
+    });
+    used += count;
+  }
+  w.each([&](int l) {
+    if (static_cast<std::uint32_t>(l) < K) states[l] = x[l];
+  });
+  return used;
+}
+
+// Decodes a chunk of n bytes with K lanes (1 <= K <= min(32, n)) from its
+// payload: K states (4 bytes each) then W words (2 bytes each), all of it
+// readable. slots: 2^scale_bits decoding slots. Writes out[0, n) and
+// nothing else (on failure some of it).
+TANDEM_HD Error decode_chunk(const Warp& w, const std::uint8_t* payload, std::uint32_t K, std::uint32_t W,
+                             std::uint32_t n, std::uint32_t scale_bits, const std::uint32_t* slots,
+                             std::uint8_t* out) {
+  const std::uint8_t* words = payload + 4 * K;
+  const Lanes<std::uint32_t> count =
+      w.map([&](int l) { return lane_symbols(static_cast<std::uint32_t>(l), n, K); });
+  const Lanes<std::uint32_t> coded = w.map([&](int l) { return count[l] - raw_symbols(count[l]); });
+  Lanes<std::uint32_t> x = w.map([&](int l) {
+    return static_cast<std::uint32_t>(l) < K ? load_u32le(payload + 4 * l) : rans::kStateLow;
+  });
+  if (w.ballot(w.map([&](int l) { return x[l] < rans::kStateLow; }))) return Error::state_out_of_range;
+  const std::uint32_t steps = w.max(coded);
+  const std::uint32_t slot_mask = (1u << scale_bits) - 1;
+  std::uint32_t used = 0;
+  for (std::uint32_t t = 0; t < steps; ++t) {
+    w.each([&](int l) {
+      if (t < coded[l]) {
+        const std::uint32_t e = slots[x[l] & slot_mask];
+        out[static_cast<std::uint32_t>(l) + t * K] = static_cast<std::uint8_t>(e);
+        x[l] = (((e >> 8) & 0xFFFu) + 1) * (x[l] >> scale_bits) + (e >> 20);
+      }
+    });
+    const Lanes<bool> need = w.map([&](int l) { return t < coded[l] && x[l] < rans::kStateLow; });
+    const std::uint32_t mask = w.ballot(need);
+    const std::uint32_t taken = static_cast<std::uint32_t>(simt::popcount(mask));
+    if (taken > W - used) return Error::words_exhausted;
+    w.each([&](int l) {
+      if (need[l]) {
+        const std::uint32_t rank = static_cast<std::uint32_t>(simt::popcount(mask & ((1u << l) - 1u)));
+        x[l] = (x[l] << 16) | load_u16le(words + 2 * (used + rank));
+      }
+    });
+    used += taken;
+  }
+  if (used != W) return Error::words_left_over;
+  const Lanes<bool> bad = w.map([&](int l) {
+    const std::uint32_t raw = raw_symbols(count[l]);
+    return static_cast<std::uint32_t>(l) < K && ((x[l] >> 16) != 1u || ((x[l] & 0xFFFFu) >> (8 * raw)) != 0);
+  });
+  if (w.ballot(bad)) return Error::bad_final_state;
+  w.each([&](int l) {
+    const std::uint32_t raw = raw_symbols(count[l]);
+    for (std::uint32_t i = 0; i < raw; ++i) {
+      out[static_cast<std::uint32_t>(l) + (coded[l] + i) * K] = static_cast<std::uint8_t>(x[l] >> (8 * i));
+    }
+  });
+  return Error::ok;
+}
+
+// ---------------------------------------------------------- directory ----
+
+// Checks every chunk's entry and puts chunk i's payload offset (from the
+// stream's start) in offsets[i]; checks that the last payload ends the
+// stream in[0, n). h: a header parse_header accepted for this stream.
+TANDEM_HD Error read_directory(const Warp& w, const std::uint8_t* in, std::size_t n, const Header& h,
+                               std::uint64_t* offsets) {
+  const std::uint8_t* dir = in + directory_at(h);
+  std::uint64_t base = payloads_at(h);
+  for (std::uint32_t first = 0; first < h.chunk_count; first += simt::kWarpSize) {
+    const Lanes<bool> bad = w.map([&](int l) {
+      const std::uint32_t i = first + static_cast<std::uint32_t>(l);
+      if (i >= h.chunk_count) return false;
+      const std::uint32_t K = dir[rans::kDirEntryBytes * i];
+      const std::uint32_t W = load_u16le(dir + rans::kDirEntryBytes * i + 1);
+      const std::uint32_t len = chunk_length(h, i);
+      return K < 1 || K > h.lanes || K > len || W > len;
+    });
+    if (w.ballot(bad)) return Error::bad_directory;
+    const Lanes<std::uint32_t> size = w.map([&](int l) {
+      const std::uint32_t i = first + static_cast<std::uint32_t>(l);
+      if (i >= h.chunk_count) return 0u;
+      return 4u * dir[rans::kDirEntryBytes * i] + 2u * load_u16le(dir + rans::kDirEntryBytes * i + 1);
+    });
+    const Lanes<std::uint32_t> before = w.exclusive_sum(size);
+    w.each([&](int l) {
+      const std::uint32_t i = first + static_cast<std::uint32_t>(l);
+      if (i < h.chunk_count) offsets[i] = base + before[l];
+    });
+    base += w.sum(size);
+  }
+  if (base > n) return Error::truncated;
+  if (base < n) return Error::trailing_bytes;
+  return Error::ok;
+}
+
+// A whole stream's checks before its chunks decode: header, output
+// capacity, table (into freq, 256 entries) and directory (into offsets,
+// chunk_count entries, which the caller sizes from the header: parse it
+// first, or bound it by the capacity).
+TANDEM_HD Error prepare_stream(const Warp& w, const std::uint8_t* in, std::size_t n, std::size_t capacity,
+                               Header* h, std::uint32_t* freq, std::uint64_t* offsets) {
+  Error e = parse_header(in, n, h);
+  if (e != Error::ok) return e;
+  if (h->length > capacity) return Error::output_too_small;
+  if (h->length == 0) return Error::ok;
+  e = parse_table(in + rans::kHeaderBytes, h->table_bytes, h->scale_bits, freq);
+  if (e != Error::ok) return e;
+  return read_directory(w, in, n, *h, offsets);
+}
+
+}  // namespace tandem::gpu::ransk
