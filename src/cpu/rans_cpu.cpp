@@ -72,7 +72,7 @@ Status encode(std::span<const std::uint8_t> in, const Params& params, std::span<
   const std::array<std::uint32_t, 256> counts = count_symbols(in);
   std::uint32_t freq[256];
   body::normalize(w, counts.data(), n, params.scale_bits, freq);
-  const std::uint32_t order = body::best_code_order(freq);
+  const std::uint32_t order = body::best_code_order(w, freq);
   h.table_bytes = body::table_bytes(freq, order);
   body::EncSym table[256];
   body::build_enc_table(w, freq, table);

@@ -139,74 +139,90 @@ TANDEM_HD std::uint32_t code_bits(std::uint32_t v, std::uint32_t k) {
   return 2 * nb + 1 - k;
 }
 
-// The order that codes freq in the fewest bits (the lowest of equals).
-TANDEM_HD std::uint32_t best_code_order(const std::uint32_t* freq) {
-  std::uint32_t best = 0, best_bits = 0xFFFFFFFFu;
-  for (std::uint32_t k = 0; k <= rans::kMaxCodeOrder; ++k) {
-    std::uint32_t bits = 0;
-    for (int s = 0; s < kSymbols; ++s) {
-      if (freq[s]) bits += code_bits(freq[s] - 1, k);
-    }
-    if (bits < best_bits) {
-      best = k;
-      best_bits = bits;
-    }
-  }
-  return best;
-}
-
-TANDEM_HD std::uint32_t table_bytes(const std::uint32_t* freq, std::uint32_t k) {
+// Bits of freq's codes at order k.
+TANDEM_HD std::uint32_t table_code_bits(const std::uint32_t* freq, std::uint32_t k) {
   std::uint32_t bits = 0;
   for (int s = 0; s < kSymbols; ++s) {
     if (freq[s]) bits += code_bits(freq[s] - 1, k);
   }
-  return static_cast<std::uint32_t>(rans::kTableHeadBytes) + (bits + 7) / 8;
+  return bits;
 }
 
-// Writes the table (table_bytes(freq, k) bytes) to out.
+// The order that codes freq in the fewest bits (the lowest of equals): lane
+// k tries order k. freq: 256 entries in memory the warp shares.
+TANDEM_HD std::uint32_t best_code_order(const Warp& w, const std::uint32_t* freq) {
+  static_assert(rans::kMaxCodeOrder < simt::kWarpSize, "a lane per order");
+  // At most 256 codes of 25 bits: the bit count fits above a 4-bit order.
+  const Lanes<std::uint32_t> key = w.map([&](int l) {
+    const std::uint32_t k = static_cast<std::uint32_t>(l);
+    return k <= rans::kMaxCodeOrder ? (table_code_bits(freq, k) << 4) | k : 0xFFFFFFFFu;
+  });
+  return w.min(key) & 15u;
+}
+
+TANDEM_HD std::uint32_t table_bytes(const std::uint32_t* freq, std::uint32_t k) {
+  return static_cast<std::uint32_t>(rans::kTableHeadBytes) + (table_code_bits(freq, k) + 7) / 8;
+}
+
+// Writes the table (table_bytes(freq, k) bytes) to out, each byte once.
 TANDEM_HD void write_table(const std::uint32_t* freq, std::uint32_t k, std::uint8_t* out) {
-  const std::uint32_t n = table_bytes(freq, k);
-  for (std::uint32_t i = 0; i < n; ++i) out[i] = 0;
   out[0] = static_cast<std::uint8_t>(k);
-  std::uint8_t* bits = out + rans::kTableHeadBytes;
-  std::uint32_t at = 0;
-  const auto put = [&](std::uint32_t v, std::uint32_t count) {
-    for (std::uint32_t i = 0; i < count; ++i, ++at) bits[at >> 3] |= static_cast<std::uint8_t>(((v >> i) & 1u) << (at & 7));
-  };
+  for (int b = 0; b < kSymbols / 8; ++b) {
+    std::uint32_t m = 0;
+    for (int j = 0; j < 8; ++j) m |= (freq[8 * b + j] ? 1u : 0u) << j;
+    out[1 + b] = static_cast<std::uint8_t>(m);
+  }
+  std::uint8_t* bytes = out + rans::kTableHeadBytes;
+  std::uint64_t acc = 0;  // bits not yet written, lowest first
+  std::uint32_t held = 0;
   for (int s = 0; s < kSymbols; ++s) {
     if (!freq[s]) continue;
-    out[1 + s / 8] |= static_cast<std::uint8_t>(1u << (s % 8));
+    // nb - k zeros, a one, the low nb bits of u: (u << 1 | 1) << (nb - k)
+    // keeps u's top bit out of the code.
     const std::uint32_t u = freq[s] - 1 + (1u << k);
     const std::uint32_t nb = static_cast<std::uint32_t>(simt::last_set(u));
-    put(0, nb - k);
-    put(1, 1);
-    put(u, nb);
+    const std::uint64_t low = u & ((1u << nb) - 1u);
+    acc |= ((low << 1) | 1u) << (nb - k) << held;
+    held += 2 * nb + 1 - k;
+    while (held >= 8) {
+      *bytes++ = static_cast<std::uint8_t>(acc);
+      acc >>= 8;
+      held -= 8;
+    }
   }
+  if (held) *bytes = static_cast<std::uint8_t>(acc);
 }
 
 // Reads the table t[0, tb) (tb >= kTableHeadBytes) into freq.
 TANDEM_HD Error parse_table(const std::uint8_t* t, std::uint32_t tb, std::uint32_t scale_bits, std::uint32_t* freq) {
   const std::uint32_t k = t[0];
   if (k > rans::kMaxCodeOrder) return Error::bad_table;
-  const std::uint8_t* bits = t + rans::kTableHeadBytes;
-  const std::uint32_t nbits = (tb - static_cast<std::uint32_t>(rans::kTableHeadBytes)) * 8;
-  std::uint32_t at = 0;
-  const auto bit = [&](std::uint32_t i) { return (bits[i >> 3] >> (i & 7)) & 1u; };
+  const std::uint8_t* bytes = t + rans::kTableHeadBytes;
+  const std::uint32_t nbytes = tb - static_cast<std::uint32_t>(rans::kTableHeadBytes);
+  std::uint32_t next = 0;   // bytes[next] is the first byte not in buf
+  std::uint64_t buf = 0;    // `held` unread bits, lowest first; the bits above are zero
+  std::uint32_t held = 0;
   const std::uint32_t total = 1u << scale_bits;
   std::uint32_t sum = 0;
   for (int s = 0; s < kSymbols; ++s) {
     freq[s] = 0;
     if (!((t[1 + s / 8] >> (s % 8)) & 1u)) continue;
-    std::uint32_t zeros = 0;
-    for (;;) {
-      if (at >= nbits) return Error::bad_table;
-      if (bit(at++)) break;
-      if (++zeros + k > rans::kMaxScaleBits) return Error::bad_table;
+    while (held <= 56 && next < nbytes) {
+      buf |= static_cast<std::uint64_t>(bytes[next++]) << held;
+      held += 8;
     }
+    // A code: zeros, a one, nb = zeros + k more bits; at most 12 + 1 + 12.
+    const std::uint32_t zeros =
+        (buf & 0xFFFFFFFFu) ? static_cast<std::uint32_t>(simt::first_set(static_cast<std::uint32_t>(buf)))
+                            : (buf ? 32u + static_cast<std::uint32_t>(simt::first_set(static_cast<std::uint32_t>(buf >> 32)))
+                                   : held);
+    if (zeros >= held || zeros + k > rans::kMaxScaleBits) return Error::bad_table;
     const std::uint32_t nb = zeros + k;
-    if (nb > nbits - at) return Error::bad_table;
-    std::uint32_t u = 1u << nb;
-    for (std::uint32_t i = 0; i < nb; ++i) u |= bit(at++) << i;
+    if (zeros + 1 + nb > held) return Error::bad_table;
+    buf >>= zeros + 1;
+    const std::uint32_t u = (1u << nb) | static_cast<std::uint32_t>(buf & ((1u << nb) - 1u));
+    buf >>= nb;
+    held -= zeros + 1 + nb;
     const std::uint32_t f = u - (1u << k) + 1;
     if (f > total - sum) return Error::bad_table;
     sum += f;
@@ -214,10 +230,7 @@ TANDEM_HD Error parse_table(const std::uint8_t* t, std::uint32_t tb, std::uint32
   }
   if (sum != total) return Error::bad_table;  // also: no symbol present
   // The table ends in the byte that holds its last bit, padded with zeros.
-  if (nbits - at >= 8) return Error::bad_table;
-  for (; at < nbits; ++at) {
-    if (bit(at)) return Error::bad_table;
-  }
+  if (next < nbytes || held >= 8 || buf != 0) return Error::bad_table;
   return Error::ok;
 }
 

@@ -365,13 +365,14 @@ class RansMalformed : public ::testing::Test {
   }
   // The stream with a new table (freq as given), everything else kept.
   Bytes with_table(const std::uint32_t* freq) const {
-    const std::uint32_t k = body::best_code_order(freq);
-    Bytes t(body::table_bytes(freq, k));
-    body::write_table(freq, k, t.data());
-    Bytes s(stream_.begin(), stream_.begin() + rans::kHeaderBytes);
-    s.insert(s.end(), t.begin(), t.end());
-    s.insert(s.end(), stream_.begin() + static_cast<std::ptrdiff_t>(body::directory_at(h_)), stream_.end());
-    body::store_u16le(s.data() + 16, static_cast<std::uint32_t>(t.size()));
+    const std::uint32_t k = body::best_code_order(gpu::simt::Warp{}, freq);
+    const std::size_t tb = body::table_bytes(freq, k);
+    const std::size_t rest = stream_.size() - body::directory_at(h_);
+    Bytes s(rans::kHeaderBytes + tb + rest);
+    std::memcpy(s.data(), stream_.data(), rans::kHeaderBytes);
+    body::write_table(freq, k, s.data() + rans::kHeaderBytes);
+    std::memcpy(s.data() + rans::kHeaderBytes + tb, stream_.data() + body::directory_at(h_), rest);
+    body::store_u16le(s.data() + 16, static_cast<std::uint32_t>(tb));
     return s;
   }
   std::uint32_t* stream_freq(std::uint32_t* freq) const {
