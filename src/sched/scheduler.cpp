@@ -21,6 +21,14 @@
 #include <thread>
 #include <utility>
 
+#if defined(__linux__)
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cerrno>
+#endif
+
 #include "common/thread_pool.hpp"
 #include "sched/timeline_svg.hpp"
 
@@ -36,6 +44,30 @@ bool is_device_fault(const Status& s) {
 }
 
 double ewma(double old, double sample, double alpha) { return old == 0 ? sample : alpha * sample + (1 - alpha) * old; }
+
+// A GPU's batches whose rate the CPU workers do not trust. Measured on the
+// H100 (silesia7 to 4.3 GB, auto compression against the sum of cpu and
+// gpu, one call): 0 batches 0.90, 1 0.90, 2 0.93.
+constexpr int kGpuWarmBatches = 2;
+
+// How much a CPU worker beside a GPU lowers its thread's priority (nice
+// steps). The GPU worker's thread must run the moment a batch is done, to
+// queue the next copies; with every core busy decoding it waits instead.
+// Measured on the H100 (same input, auto against the sum of cpu and gpu,
+// compression / decompression): in one call nice 0 0.90 / 0.81 and nice 5
+// 0.89 / 0.85; in another nice 5 0.94 / 0.86 and nice 10 0.92 / 0.82.
+constexpr int kCpuNiceBesideGpu = 5;
+
+void yield_to_gpus() {
+#if defined(__linux__)
+  // On Linux a thread has a nice value of its own; raising it needs no
+  // privilege. Where it fails the worker runs as it is.
+  const auto tid = static_cast<id_t>(::syscall(SYS_gettid));
+  errno = 0;
+  const int nice = ::getpriority(PRIO_PROCESS, tid);
+  if (errno == 0) (void)::setpriority(PRIO_PROCESS, tid, std::min(19, nice + kCpuNiceBesideGpu));
+#endif
+}
 
 // A GPU worker's batch in flight.
 struct Batch {
@@ -58,7 +90,7 @@ class Run {
 
  private:
   void read();
-  void cpu_worker(std::size_t slot);
+  void cpu_worker(std::size_t slot, bool beside_gpu);
   void gpu_worker(std::size_t slot, int gpu);
   void writer();
   Status run_inline();
@@ -237,8 +269,9 @@ void Run::read() {
   }
 }
 
-void Run::cpu_worker(std::size_t slot) {
+void Run::cpu_worker(std::size_t slot, bool beside_gpu) {
   std::vector<Span>& spans = m_.timeline[slot].spans;
+  if (beside_gpu) yield_to_gpus();
   std::unique_lock lk(mu_);
   for (;;) {
     const auto w0 = Clock::now();
@@ -291,6 +324,7 @@ void Run::gpu_worker(std::size_t slot, int gpu) {
   std::vector<ChunkOutput> outs;
   std::uint64_t chunks_done = 0;
   double rate = 0;  // this worker's share of gpu_rate_
+  int batches_done = 0;
   Clock::time_point last_done = born;
   const std::size_t depth = static_cast<std::size_t>(std::max(1, queue.depth()));
   const std::uint64_t target = std::max<std::uint64_t>(queue.batch_bytes(), 1);
@@ -393,10 +427,16 @@ void Run::gpu_worker(std::size_t slot, int gpu) {
     spans.push_back(Span{b.chunks.front().index, b.chunks.size(), since_start(b.submitted), since_start(t1), false});
     const double span = seconds(t1 - std::max(b.submitted, last_done));
     last_done = t1;
-    if (span > 0) {
+    // The first batches meet cold buffers and an empty pipeline: the CPU
+    // workers would take the GPU for far slower than it is (see
+    // cpu_may_take), so their rate is not counted.
+    ++batches_done;
+    if (span > 0 && batches_done > kGpuWarmBatches) {
       const double r = ewma(rate, static_cast<double>(b.bytes) / span, opt_.ewma_alpha);
       gpu_rate_ += r - rate;
       rate = r;
+    }
+    if (span > 0) {
       m_.gpu.ewma_bytes_per_second = ewma(m_.gpu.ewma_bytes_per_second, static_cast<double>(b.bytes) / span,
                                           opt_.ewma_alpha);
     }
@@ -561,7 +601,9 @@ Status Run::go() {
   threads.reserve(threads_started + 1);
   try {
     threads.emplace_back([this] { writer(); });
-    for (int i = 0; i < cpu_workers; ++i) threads.emplace_back([this, i] { cpu_worker(static_cast<std::size_t>(i)); });
+    for (int i = 0; i < cpu_workers; ++i) {
+      threads.emplace_back([this, i, gpu_workers] { cpu_worker(static_cast<std::size_t>(i), gpu_workers > 0); });
+    }
     for (int g = 0; g < gpu_workers; ++g) {
       threads.emplace_back([this, g, cpu_workers] { gpu_worker(static_cast<std::size_t>(cpu_workers + g), g); });
     }

@@ -21,6 +21,14 @@
 #include <thread>
 #include <vector>
 
+#if defined(__linux__)
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cerrno>
+#endif
+
 #include "sched/scheduler.hpp"
 #include "support/test_support.hpp"
 
@@ -481,6 +489,7 @@ class PipelinedQueue final : public GpuQueue {
     times->kernels_end = now();
     times->copy_out_start = times->kernels_end;
     times->copy_out_end = times->kernels_end + 1e-6;
+    completed += 1;
     return Status();
   }
   void abandon() override {
@@ -493,6 +502,7 @@ class PipelinedQueue final : public GpuQueue {
   }
 
   bool overfull = false, failed = false;
+  std::atomic<int> completed{0};  // batches handed out
   bool gapped = false;  // a batch of chunks that do not follow each other
   std::size_t max_batch_bytes = 0;
 
@@ -574,6 +584,62 @@ TEST(SchedulerTest, PipelinedGpuFaultsHandEveryChunkInFlightBack) {
       EXPECT_NE(m.warnings[0].find("GPU 0: GPU device error: injected"), std::string::npos) << m.warnings[0];
       EXPECT_NE(m.warnings[0].find("back to the CPU"), std::string::npos);
       EXPECT_GE(m.cpu.chunks, 1u);
+    }
+  }
+}
+
+
+// This thread's nice value (Linux gives each thread one).
+int thread_nice() {
+#if defined(__linux__)
+  errno = 0;
+  const int nice = getpriority(PRIO_PROCESS, static_cast<id_t>(::syscall(SYS_gettid)));
+  return errno == 0 ? nice : 0;
+#else
+  return 0;
+#endif
+}
+
+// Beside a GPU a CPU worker takes no chunk before the GPU has handed out its
+// third batch (the first two set no rate: cold buffers, an empty pipeline),
+// and runs at a lower priority than the caller (nice 5 more, at most 19), so
+// that the GPU worker's thread gets a core when it needs one. Without a GPU
+// the workers keep the caller's priority.
+TEST(SchedulerTest, CpuWorkersBesideAGpuWaitForItsRateAndYieldToIt) {
+  const int caller = thread_nice();
+  for (const Policy policy : {Policy::cpu, Policy::automatic}) {
+    SCOPED_TRACE(name(policy));
+    Harness h(small_chunks(3000));
+    PipelinedQueue q(1, 300);
+    Work w = h.work();
+    if (policy == Policy::automatic) w.gpus.push_back(&q);
+    std::mutex mu;
+    int fewest_batches = 1 << 30;
+    std::set<int> nices;
+    h.cpu_hook = [&](const Chunk&) {
+      std::lock_guard lk(mu);
+      fewest_batches = std::min(fewest_batches, q.completed.load());
+      nices.insert(thread_nice());
+      return Status();
+    };
+    SchedulerOptions o = options(policy, 2);
+    o.max_in_flight_bytes = 1 << 20;  // the whole input: the CPU workers may take from far ahead
+    RunMetrics m;
+    ASSERT_TRUE(run(o, w, &m).ok());
+    EXPECT_TRUE(h.in_order);
+    EXPECT_TRUE(h.output_ok);
+    EXPECT_EQ(h.written, 3000u);
+    if (policy == Policy::cpu) {
+      EXPECT_EQ(m.cpu.chunks, 3000u);
+      EXPECT_EQ(nices, std::set<int>{caller});
+      continue;
+    }
+    EXPECT_EQ(m.cpu.chunks, static_cast<std::uint64_t>(h.cpu_calls.load()));
+    if (m.cpu.chunks > 0) {
+      EXPECT_GE(fewest_batches, 3);
+#if defined(__linux__)
+      EXPECT_EQ(nices, std::set<int>{std::min(19, caller + 5)});
+#endif
     }
   }
 }
