@@ -1,0 +1,646 @@
+// The batched rANS calls of gpu/rans_gpu.hpp on CUDA. Everything runs on the
+// caller's stream, in the caller's temporary storage.
+//
+// Compression, per batch:
+//   setup      a thread per item: checks it, counts its histogram tiles and
+//              chunk groups; two device scans turn the counts into the
+//              work lists the next kernels walk
+//   histogram  thread blocks over (item, 64 KiB tile): shared-memory counts,
+//              added to the item's 256 counters
+//   table      a warp per item: normalised frequencies, the header and the
+//              table written to the output, the encoding table
+//   encode     thread blocks over (item, group of kEncWarps chunks): the
+//              item's encoding table in shared memory, a warp per chunk
+//              coding into fixed-size scratch (states, words)
+//   place      a warp per item: a scan of the chunks' payload sizes gives
+//              their offsets; the directory, the stream's size, its error
+//   copy       thread blocks over the same groups: each chunk's states and
+//              words to their place in the output
+// Decompression:
+//   prepare    a warp per item: the whole stream checked (header, capacity,
+//              table, directory: rans_body.hpp's prepare_stream), payload
+//              offsets and the cumulative table to scratch, chunk groups counted
+//   decode     thread blocks over (item, group of kDecWarps chunks): the
+//              decoding slots built in shared memory, a warp per chunk
+//   finish     a warp per item: the first failed chunk's error, the size
+// The work-list kernels run as many thread blocks as the device holds and
+// loop over their units, so an uneven batch launches no idle blocks.
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cub/device/device_scan.cuh>
+
+#include "gpu/gpu_memory.cuh"
+#include "gpu/rans_body.hpp"
+#include "gpu/rans_gpu.hpp"
+
+namespace tandem::gpu {
+
+namespace {
+
+using rans::Error;
+namespace body = ransk;
+
+constexpr int kWarpThreads = 32;
+constexpr int kItemWarps = 4;  // warps per block of the warp-per-item kernels
+constexpr int kItemThreads = kItemWarps * kWarpThreads;
+constexpr int kHistThreads = 256;
+constexpr std::uint32_t kHistTile = 64 * 1024;
+constexpr int kEncWarps = 4;
+constexpr int kDecWarps = 4;
+constexpr std::size_t kAlign = 256;
+
+std::size_t align_up(std::size_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
+
+// What the kernels of one call know of an item.
+struct ItemInfo {
+  std::uint32_t length;
+  std::uint32_t chunk_count;
+  std::uint32_t head;         // compression: bytes of header, table and directory
+  std::uint32_t scale_bits;   // decompression: the stream's parameters
+  std::uint32_t chunk_size;
+  std::int32_t error;
+};
+
+// The item whose units [prefix[i], prefix[i + 1]) hold unit u (u < prefix[n]).
+__device__ std::size_t item_of_unit(const std::uint32_t* prefix, std::size_t n, std::uint32_t u) {
+  std::size_t lo = 0, hi = n;  // prefix[lo] <= u < prefix[hi]
+  while (hi - lo > 1) {
+    const std::size_t mid = lo + (hi - lo) / 2;
+    if (prefix[mid] <= u) {
+      lo = mid;
+    } else {
+      hi = mid;
+    }
+  }
+  return lo;
+}
+
+__device__ __forceinline__ std::size_t warp_index() {
+  return (static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x) / kWarpThreads;
+}
+__device__ __forceinline__ int lane_id() { return static_cast<int>(threadIdx.x) & 31; }
+
+std::uint32_t chunks_per_item(std::size_t max_size, std::uint32_t chunk_size) {
+  return static_cast<std::uint32_t>(std::max<std::size_t>(1, (max_size + chunk_size - 1) / chunk_size));
+}
+
+// --------------------------------------------------------- compression ----
+
+struct CompressLayout {
+  std::uint32_t max_chunks = 0;
+  std::size_t counts = 0, enc = 0, info = 0, hist_units = 0, chunk_units = 0, meta = 0, offsets = 0, states = 0,
+              words = 0, scan = 0, scan_bytes = 0, total = 0;
+};
+
+Status compress_layout(std::size_t n, std::size_t max_item_size, const rans::Params& p, CompressLayout* l) {
+  if (!rans::params_valid(p)) return {StatusCode::invalid_argument, "rANS parameters out of range"};
+  if (max_item_size > kMaxItemSize) return {StatusCode::invalid_argument, "max_item_size over kMaxItemSize"};
+  const std::uint32_t cs = p.chunk_kib * 1024;
+  l->max_chunks = chunks_per_item(max_item_size, cs);
+  const std::size_t slots = n * l->max_chunks;
+  std::size_t scan_bytes = 0;
+  TANDEM_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(nullptr, scan_bytes, static_cast<const std::uint32_t*>(nullptr),
+                                                  static_cast<std::uint32_t*>(nullptr), static_cast<int>(n + 1)),
+                    "cub::DeviceScan::ExclusiveSum (temporary size)");
+  std::size_t at = 0;
+  const auto take = [&](std::size_t bytes) {
+    const std::size_t here = at;
+    at += align_up(bytes);
+    return here;
+  };
+  l->counts = take(n * 256 * sizeof(std::uint32_t));
+  l->enc = take(n * 256 * sizeof(body::EncSym));
+  l->info = take(n * sizeof(ItemInfo));
+  l->hist_units = take(2 * (n + 1) * sizeof(std::uint32_t));  // counts, then their prefix
+  l->chunk_units = take(2 * (n + 1) * sizeof(std::uint32_t));
+  l->meta = take(slots * sizeof(uint2));
+  l->offsets = take(slots * sizeof(std::uint32_t));
+  l->states = take(slots * rans::kMaxLanes * sizeof(std::uint32_t));
+  l->words = take(slots * cs * sizeof(std::uint16_t));
+  l->scan_bytes = scan_bytes;
+  l->scan = take(scan_bytes);
+  l->total = at;
+  return {};
+}
+
+struct CompressArgs {
+  const void* const* in_ptrs;
+  const std::size_t* in_sizes;
+  void* const* out_ptrs;
+  const std::size_t* out_caps;  // may be null
+  std::size_t* out_sizes;
+  Error* errors;  // may be null
+  std::size_t n;
+  std::size_t max_item_size;
+  std::uint32_t scale_bits, chunk_size, lanes, max_chunks;
+  std::uint32_t* counts;
+  body::EncSym* enc;
+  ItemInfo* info;
+  std::uint32_t* hist_units;   // [n + 1], then its prefix [n + 1]
+  std::uint32_t* chunk_units;  // the same for groups of kEncWarps chunks
+  uint2* meta;                 // per chunk slot: lanes, words
+  std::uint32_t* offsets;      // per chunk slot: payload offset in the stream
+  std::uint32_t* states;       // per chunk slot: kMaxLanes states
+  std::uint16_t* words;        // per chunk slot: chunk_size words
+};
+
+__device__ std::size_t capacity_of(const CompressArgs& a, std::size_t i) {
+  const std::size_t bound =
+      rans::max_encoded_size(a.in_sizes[i], rans::Params{a.chunk_size / 1024, a.scale_bits, a.lanes});
+  return a.out_caps ? a.out_caps[i] : bound;
+}
+
+__global__ void rans_compress_setup_kernel(CompressArgs a) {
+  const std::size_t i = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i > a.n) return;
+  if (i == a.n) {
+    a.hist_units[a.n] = 0;
+    a.chunk_units[a.n] = 0;
+    return;
+  }
+  const std::size_t size = a.in_sizes[i];
+  ItemInfo info{};
+  info.error = static_cast<std::int32_t>(Error::ok);
+  if (size > a.max_item_size || size > rans::kMaxLength || (size > 0 && !a.in_ptrs[i]) || !a.out_ptrs[i]) {
+    info.error = static_cast<std::int32_t>(Error::invalid_item);
+  }
+  info.length = static_cast<std::uint32_t>(size);
+  info.chunk_count = body::chunks_for(info.length, a.chunk_size);
+  const bool ok = info.error == static_cast<std::int32_t>(Error::ok);
+  a.info[i] = info;
+  a.hist_units[i] = ok ? (info.length + kHistTile - 1) / kHistTile : 0;
+  a.chunk_units[i] = ok ? (info.chunk_count + kEncWarps - 1) / kEncWarps : 0;
+}
+
+__global__ void __launch_bounds__(kHistThreads) rans_histogram_kernel(CompressArgs a) {
+  __shared__ std::uint32_t hist[kHistThreads / kWarpThreads][256];
+  const std::uint32_t* prefix = a.hist_units + a.n + 1;
+  const std::uint32_t total = prefix[a.n];
+  const int warp = static_cast<int>(threadIdx.x) / kWarpThreads;
+  for (std::uint32_t u = blockIdx.x; u < total; u += gridDim.x) {
+    const std::size_t i = item_of_unit(prefix, a.n, u);
+    const std::uint32_t tile = u - prefix[i];
+    const auto* in = static_cast<const std::uint8_t*>(a.in_ptrs[i]);
+    const std::uint32_t begin = tile * kHistTile;
+    const std::uint32_t end = min(a.info[i].length, begin + kHistTile);
+    for (int k = static_cast<int>(threadIdx.x); k < (kHistThreads / kWarpThreads) * 256; k += kHistThreads) {
+      hist[k / 256][k % 256] = 0;
+    }
+    __syncthreads();
+    // Bytes before the first 16-byte boundary and after the last one go one
+    // at a time; the rest as 16-byte words.
+    const auto addr = reinterpret_cast<std::uintptr_t>(in + begin);
+    const std::uint32_t head = min(end - begin, static_cast<std::uint32_t>((16 - (addr & 15)) & 15));
+    const std::uint32_t vecs = (end - begin - head) / 16;
+    const std::uint32_t tail = begin + head + vecs * 16;
+    for (std::uint32_t k = threadIdx.x; k < head; k += kHistThreads) atomicAdd_block(&hist[warp][in[begin + k]], 1u);
+    for (std::uint32_t k = tail + threadIdx.x; k < end; k += kHistThreads) atomicAdd_block(&hist[warp][in[k]], 1u);
+    const auto* v = reinterpret_cast<const uint4*>(in + begin + head);
+    for (std::uint32_t k = threadIdx.x; k < vecs; k += kHistThreads) {
+      const uint4 q = v[k];
+      const std::uint32_t w4[4] = {q.x, q.y, q.z, q.w};
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+#pragma unroll
+        for (int b = 0; b < 4; ++b) atomicAdd_block(&hist[warp][(w4[j] >> (8 * b)) & 0xFF], 1u);
+      }
+    }
+    __syncthreads();
+    for (int s = static_cast<int>(threadIdx.x); s < 256; s += kHistThreads) {
+      std::uint32_t c = 0;
+#pragma unroll
+      for (int w = 0; w < kHistThreads / kWarpThreads; ++w) c += hist[w][s];
+      if (c) atomicAdd(&a.counts[i * 256 + s], c);
+    }
+    __syncthreads();
+  }
+}
+
+__global__ void __launch_bounds__(kItemThreads) rans_table_kernel(CompressArgs a) {
+  __shared__ std::uint32_t freq_all[kItemWarps][256];
+  const std::size_t i = warp_index();
+  if (i >= a.n) return;
+  std::uint32_t* freq = freq_all[threadIdx.x / kWarpThreads];
+  ItemInfo info = a.info[i];
+  if (info.error != static_cast<std::int32_t>(Error::ok)) return;
+  const simt::Warp w;
+  auto* out = static_cast<std::uint8_t*>(a.out_ptrs[i]);
+  const std::size_t cap = capacity_of(a, i);
+  body::Header h;
+  h.scale_bits = a.scale_bits;
+  h.chunk_size = a.chunk_size;
+  h.lanes = a.lanes;
+  h.length = info.length;
+  h.chunk_count = info.chunk_count;
+  h.table_bytes = 0;
+  if (info.length == 0) {
+    if (cap < rans::kHeaderBytes) {
+      info.error = static_cast<std::int32_t>(Error::output_too_small);
+    } else if (lane_id() == 0) {
+      body::write_header(out, h);
+    }
+    info.head = rans::kHeaderBytes;
+  } else {
+    body::normalize(w, a.counts + i * 256, info.length, a.scale_bits, freq);
+    __syncwarp();
+    const std::uint32_t order = body::best_code_order(w, freq);
+    h.table_bytes = body::table_bytes(freq, order);
+    info.head = static_cast<std::uint32_t>(body::payloads_at(h));
+    if (info.head > cap) {
+      info.error = static_cast<std::int32_t>(Error::output_too_small);
+    } else if (lane_id() == 0) {
+      body::write_header(out, h);
+      body::write_table(freq, order, out + rans::kHeaderBytes);
+    }
+    body::build_enc_table(w, freq, a.enc + i * 256);
+  }
+  if (lane_id() == 0) a.info[i] = info;
+}
+
+__global__ void __launch_bounds__(kEncWarps * kWarpThreads) rans_encode_kernel(CompressArgs a) {
+  __shared__ body::EncSym table[256];
+  const std::uint32_t* prefix = a.chunk_units + a.n + 1;
+  const std::uint32_t total = prefix[a.n];
+  const int warp = static_cast<int>(threadIdx.x) / kWarpThreads;
+  for (std::uint32_t u = blockIdx.x; u < total; u += gridDim.x) {
+    const std::size_t i = item_of_unit(prefix, a.n, u);
+    const ItemInfo info = a.info[i];
+    const bool ok = info.error == static_cast<std::int32_t>(Error::ok);  // the same in every thread
+    if (ok) {
+      for (int s = static_cast<int>(threadIdx.x); s < 256; s += kEncWarps * kWarpThreads) table[s] = a.enc[i * 256 + s];
+    }
+    __syncthreads();
+    const std::uint32_t c = (u - prefix[i]) * kEncWarps + static_cast<std::uint32_t>(warp);
+    if (ok && c < info.chunk_count) {
+      const std::uint32_t len = c + 1 < info.chunk_count ? a.chunk_size : info.length - c * a.chunk_size;
+      const std::uint32_t lanes = rans::chunk_lanes(len, a.lanes);
+      const std::size_t slot = i * a.max_chunks + c;
+      const auto* in = static_cast<const std::uint8_t*>(a.in_ptrs[i]) + static_cast<std::size_t>(c) * a.chunk_size;
+      const std::uint32_t count = body::encode_chunk(simt::Warp{}, in, len, lanes, a.scale_bits, table,
+                                                     a.states + slot * rans::kMaxLanes,
+                                                     a.words + slot * a.chunk_size + len);
+      if (lane_id() == 0) a.meta[slot] = make_uint2(lanes, count);
+    }
+    __syncthreads();
+  }
+}
+
+__global__ void __launch_bounds__(kItemThreads) rans_place_kernel(CompressArgs a) {
+  const std::size_t i = warp_index();
+  if (i >= a.n) return;
+  const simt::Warp w;
+  ItemInfo info = a.info[i];
+  std::uint64_t end = info.head;
+  if (info.error == static_cast<std::int32_t>(Error::ok) && info.length > 0) {
+    auto* out = static_cast<std::uint8_t*>(a.out_ptrs[i]);
+    std::uint8_t* dir = out + (info.head - rans::kDirEntryBytes * info.chunk_count);
+    for (std::uint32_t first = 0; first < info.chunk_count; first += kWarpThreads) {
+      const std::uint32_t c = first + static_cast<std::uint32_t>(lane_id());
+      const std::size_t slot = i * a.max_chunks + c;
+      const uint2 m = c < info.chunk_count ? a.meta[slot] : make_uint2(0, 0);
+      const simt::Lanes<std::uint32_t> size{4 * m.x + 2 * m.y};
+      const simt::Lanes<std::uint32_t> before = w.exclusive_sum(size);
+      if (c < info.chunk_count) {
+        a.offsets[slot] = static_cast<std::uint32_t>(end + before[lane_id()]);
+        dir[rans::kDirEntryBytes * c] = static_cast<std::uint8_t>(m.x);
+        body::store_u16le(dir + rans::kDirEntryBytes * c + 1, m.y);
+      }
+      end += w.sum(size);
+    }
+    if (end > capacity_of(a, i)) info.error = static_cast<std::int32_t>(Error::output_too_small);
+  }
+  if (lane_id() == 0) {
+    const bool ok = info.error == static_cast<std::int32_t>(Error::ok);
+    a.info[i].error = info.error;
+    a.out_sizes[i] = ok ? static_cast<std::size_t>(end) : 0;
+    if (a.errors) a.errors[i] = static_cast<Error>(info.error);
+  }
+}
+
+__global__ void __launch_bounds__(kEncWarps * kWarpThreads) rans_copy_kernel(CompressArgs a) {
+  const std::uint32_t* prefix = a.chunk_units + a.n + 1;
+  const std::uint32_t total = prefix[a.n];
+  const int warp = static_cast<int>(threadIdx.x) / kWarpThreads;
+  for (std::uint32_t u = blockIdx.x; u < total; u += gridDim.x) {
+    const std::size_t i = item_of_unit(prefix, a.n, u);
+    const ItemInfo info = a.info[i];
+    const std::uint32_t c = (u - prefix[i]) * kEncWarps + static_cast<std::uint32_t>(warp);
+    if (info.error != static_cast<std::int32_t>(Error::ok) || c >= info.chunk_count) continue;
+    const std::size_t slot = i * a.max_chunks + c;
+    const uint2 m = a.meta[slot];
+    const std::uint32_t len = c + 1 < info.chunk_count ? a.chunk_size : info.length - c * a.chunk_size;
+    std::uint8_t* out = static_cast<std::uint8_t*>(a.out_ptrs[i]) + a.offsets[slot];
+    const std::uint32_t* states = a.states + slot * rans::kMaxLanes;
+    const std::uint16_t* words = a.words + slot * a.chunk_size + len - m.y;
+    // In 2-byte pieces: the states' halves, then the words.
+    const std::uint32_t pieces = 2 * m.x + m.y;
+    for (std::uint32_t k = static_cast<std::uint32_t>(lane_id()); k < pieces; k += kWarpThreads) {
+      const std::uint32_t v = k < 2 * m.x ? states[k / 2] >> (16 * (k % 2)) : words[k - 2 * m.x];
+      body::store_u16le(out + 2 * k, v & 0xFFFFu);
+    }
+  }
+}
+
+// ------------------------------------------------------- decompression ----
+
+struct DecompressLayout {
+  std::uint32_t max_chunks = 0;
+  std::size_t tables = 0, info = 0, units = 0, offsets = 0, chunk_errors = 0, scan = 0, scan_bytes = 0, total = 0;
+};
+
+Status decompress_layout(std::size_t n, std::size_t max_output_size, DecompressLayout* l) {
+  if (max_output_size > kMaxItemSize) return {StatusCode::invalid_argument, "max_output_size over kMaxItemSize"};
+  l->max_chunks = chunks_per_item(max_output_size, rans::kMinChunkKiB * 1024);
+  const std::size_t slots = n * l->max_chunks;
+  std::size_t scan_bytes = 0;
+  TANDEM_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(nullptr, scan_bytes, static_cast<const std::uint32_t*>(nullptr),
+                                                  static_cast<std::uint32_t*>(nullptr), static_cast<int>(n + 1)),
+                    "cub::DeviceScan::ExclusiveSum (temporary size)");
+  std::size_t at = 0;
+  const auto take = [&](std::size_t bytes) {
+    const std::size_t here = at;
+    at += align_up(bytes);
+    return here;
+  };
+  l->tables = take(n * 256 * sizeof(std::uint32_t));
+  l->info = take(n * sizeof(ItemInfo));
+  l->units = take(2 * (n + 1) * sizeof(std::uint32_t));
+  l->offsets = take(slots * sizeof(std::uint64_t));
+  l->chunk_errors = take(slots * sizeof(std::int32_t));
+  l->scan_bytes = scan_bytes;
+  l->scan = take(scan_bytes);
+  l->total = at;
+  return {};
+}
+
+struct DecompressArgs {
+  const void* const* in_ptrs;
+  const std::size_t* in_sizes;
+  void* const* out_ptrs;
+  const std::size_t* out_caps;
+  std::size_t* out_sizes;
+  Error* errors;  // may be null
+  std::size_t n;
+  std::size_t max_output_size;
+  std::uint32_t max_chunks;
+  std::uint32_t* tables;  // per item: 256 entries f | cum << 16
+  ItemInfo* info;
+  std::uint32_t* units;   // [n + 1] groups of kDecWarps chunks, then their prefix
+  std::uint64_t* offsets;
+  std::int32_t* chunk_errors;
+};
+
+__global__ void __launch_bounds__(kItemThreads) rans_prepare_kernel(DecompressArgs a) {
+  __shared__ std::uint32_t freq_all[kItemWarps][256];
+  const std::size_t i = warp_index();
+  if (i > a.n) return;
+  if (i == a.n) {
+    if (lane_id() == 0) a.units[a.n] = 0;
+    return;
+  }
+  std::uint32_t* freq = freq_all[threadIdx.x / kWarpThreads];
+  const simt::Warp w;
+  const auto* in = static_cast<const std::uint8_t*>(a.in_ptrs[i]);
+  const std::size_t size = a.in_sizes[i];
+  const std::size_t cap = min(a.out_caps[i], a.max_output_size);
+  ItemInfo info{};
+  Error e = Error::ok;
+  if (size > kMaxItemSize || (size > 0 && !in) || (cap > 0 && !a.out_ptrs[i])) {
+    e = Error::invalid_item;
+  } else {
+    body::Header h;
+    // The capacity bounds the chunk count (chunks of 1 KiB at least) by
+    // max_chunks before the directory is read into the offsets.
+    e = body::prepare_stream(w, in, size, cap, &h, freq, a.offsets + i * a.max_chunks);
+    info.length = h.length;
+    info.chunk_count = h.chunk_count;
+    info.scale_bits = h.scale_bits;
+    info.chunk_size = h.chunk_size;
+  }
+  __syncwarp();
+  info.error = static_cast<std::int32_t>(e);
+  const bool work = e == Error::ok && info.length > 0;
+  if (work) {
+    // The cumulative frequencies: lane l owns symbols 8l .. 8l + 7.
+    const int l = lane_id();
+    std::uint32_t part = 0;
+    for (int j = 0; j < body::kSymbolsPerLane; ++j) part += freq[l * body::kSymbolsPerLane + j];
+    std::uint32_t cum = w.exclusive_sum(simt::Lanes<std::uint32_t>{part})[l];
+    for (int j = 0; j < body::kSymbolsPerLane; ++j) {
+      const int s = l * body::kSymbolsPerLane + j;
+      a.tables[i * 256 + s] = freq[s] | (cum << 16);
+      cum += freq[s];
+    }
+  }
+  if (lane_id() == 0) {
+    a.info[i] = info;
+    a.units[i] = work ? (info.chunk_count + kDecWarps - 1) / kDecWarps : 0;
+  }
+}
+
+__global__ void __launch_bounds__(kDecWarps * kWarpThreads) rans_decode_kernel(DecompressArgs a) {
+  __shared__ std::uint32_t table[256];
+  __shared__ std::uint32_t slots[1u << rans::kMaxScaleBits];
+  const std::uint32_t* prefix = a.units + a.n + 1;
+  const std::uint32_t total = prefix[a.n];
+  const int warp = static_cast<int>(threadIdx.x) / kWarpThreads;
+  for (std::uint32_t u = blockIdx.x; u < total; u += gridDim.x) {
+    const std::size_t i = item_of_unit(prefix, a.n, u);
+    const ItemInfo info = a.info[i];
+    for (int s = static_cast<int>(threadIdx.x); s < 256; s += kDecWarps * kWarpThreads) table[s] = a.tables[i * 256 + s];
+    __syncthreads();
+    // Slot j belongs to the last symbol whose cumulative frequency is <= j
+    // (absent symbols share the next one's and are passed over).
+    const std::uint32_t scale = 1u << info.scale_bits;
+    for (std::uint32_t j = threadIdx.x; j < scale; j += kDecWarps * kWarpThreads) {
+      std::uint32_t lo = 0, hi = 256;  // first symbol whose cum exceeds j: in (lo, hi]
+      while (lo < hi) {
+        const std::uint32_t mid = (lo + hi) / 2;
+        if ((table[mid] >> 16) <= j) {
+          lo = mid + 1;
+        } else {
+          hi = mid;
+        }
+      }
+      const std::uint32_t s = lo - 1;
+      slots[j] = body::slot_entry(s, table[s] & 0xFFFFu, j - (table[s] >> 16));
+    }
+    __syncthreads();
+    const std::uint32_t c = (u - prefix[i]) * kDecWarps + static_cast<std::uint32_t>(warp);
+    if (c < info.chunk_count) {
+      const auto* in = static_cast<const std::uint8_t*>(a.in_ptrs[i]);
+      body::Header h;
+      h.chunk_count = info.chunk_count;
+      h.chunk_size = info.chunk_size;
+      h.length = info.length;
+      // The directory ends where the first payload starts.
+      const std::uint8_t* dir =
+          in + a.offsets[i * a.max_chunks] - rans::kDirEntryBytes * std::size_t{info.chunk_count};
+      const std::uint32_t lanes = dir[rans::kDirEntryBytes * c];
+      const std::uint32_t count = body::load_u16le(dir + rans::kDirEntryBytes * c + 1);
+      auto* out = static_cast<std::uint8_t*>(a.out_ptrs[i]) + static_cast<std::size_t>(c) * info.chunk_size;
+      const Error e = body::decode_chunk(simt::Warp{}, in + a.offsets[i * a.max_chunks + c], lanes, count,
+                                         body::chunk_length(h, c), info.scale_bits, slots, out);
+      if (lane_id() == 0) a.chunk_errors[i * a.max_chunks + c] = static_cast<std::int32_t>(e);
+    }
+    __syncthreads();
+  }
+}
+
+__global__ void __launch_bounds__(kItemThreads) rans_finish_kernel(DecompressArgs a) {
+  const std::size_t i = warp_index();
+  if (i >= a.n) return;
+  const simt::Warp w;
+  const ItemInfo info = a.info[i];
+  std::int32_t e = info.error;
+  if (e == static_cast<std::int32_t>(Error::ok)) {
+    for (std::uint32_t first = 0; first < info.chunk_count; first += kWarpThreads) {
+      const std::uint32_t c = first + static_cast<std::uint32_t>(lane_id());
+      const std::int32_t ce = c < info.chunk_count ? a.chunk_errors[i * a.max_chunks + c] : 0;
+      const std::uint32_t failed = w.ballot(simt::Lanes<bool>{ce != 0});
+      if (failed) {
+        e = __shfl_sync(simt::kFullMask, ce, simt::first_set(failed));
+        break;
+      }
+    }
+  }
+  if (lane_id() == 0) {
+    a.out_sizes[i] = e == 0 ? info.length : 0;
+    if (a.errors) a.errors[i] = static_cast<Error>(e);
+  }
+}
+
+// Thread blocks of a work-list kernel: as many as the device holds, no more
+// than there can be units.
+template <auto Kernel, int Threads>
+unsigned list_blocks(std::size_t max_units) {
+  std::size_t fits = resident_blocks<Kernel, Threads, 0>();
+  if (fits == 0) fits = 1024;
+  return static_cast<unsigned>(std::max<std::size_t>(1, std::min(fits, max_units)));
+}
+
+unsigned blocks_for(std::size_t threads_needed, int per_block) {
+  return static_cast<unsigned>((threads_needed + per_block - 1) / per_block);
+}
+
+}  // namespace
+
+Status rans_compress_temp_size(std::size_t num_items, std::size_t max_item_size, const rans::Params& params,
+                               std::size_t* temp_bytes) {
+  if (!temp_bytes) return {StatusCode::invalid_argument, "null temp_bytes"};
+  CompressLayout l;
+  if (Status s = compress_layout(num_items, max_item_size, params, &l); !s) return s;
+  *temp_bytes = l.total;
+  return {};
+}
+
+Status rans_compress_async(const void* const* d_in_ptrs, const std::size_t* d_in_sizes, std::size_t max_item_size,
+                           std::size_t num_items, const rans::Params& params, void* d_temp, std::size_t temp_bytes,
+                           void* const* d_out_ptrs, const std::size_t* d_out_capacities, std::size_t* d_out_sizes,
+                           rans::Error* d_errors, Stream stream) {
+  if (num_items == 0) return {};
+  if (!d_in_ptrs || !d_in_sizes || !d_out_ptrs || !d_out_sizes || !d_temp) {
+    return {StatusCode::invalid_argument, "null device array"};
+  }
+  if (num_items >= (std::size_t{1} << 31)) return {StatusCode::invalid_argument, "too many items"};
+  CompressLayout l;
+  if (Status s = compress_layout(num_items, max_item_size, params, &l); !s) return s;
+  if (temp_bytes < l.total) return {StatusCode::invalid_argument, "temporary storage smaller than rans_compress_temp_size"};
+  auto* t = static_cast<std::uint8_t*>(d_temp);
+  CompressArgs a{};
+  a.in_ptrs = d_in_ptrs;
+  a.in_sizes = d_in_sizes;
+  a.out_ptrs = d_out_ptrs;
+  a.out_caps = d_out_capacities;
+  a.out_sizes = d_out_sizes;
+  a.errors = d_errors;
+  a.n = num_items;
+  a.max_item_size = max_item_size;
+  a.scale_bits = params.scale_bits;
+  a.chunk_size = params.chunk_kib * 1024;
+  a.lanes = params.lanes;
+  a.max_chunks = l.max_chunks;
+  a.counts = reinterpret_cast<std::uint32_t*>(t + l.counts);
+  a.enc = reinterpret_cast<body::EncSym*>(t + l.enc);
+  a.info = reinterpret_cast<ItemInfo*>(t + l.info);
+  a.hist_units = reinterpret_cast<std::uint32_t*>(t + l.hist_units);
+  a.chunk_units = reinterpret_cast<std::uint32_t*>(t + l.chunk_units);
+  a.meta = reinterpret_cast<uint2*>(t + l.meta);
+  a.offsets = reinterpret_cast<std::uint32_t*>(t + l.offsets);
+  a.states = reinterpret_cast<std::uint32_t*>(t + l.states);
+  a.words = reinterpret_cast<std::uint16_t*>(t + l.words);
+  const auto s = static_cast<cudaStream_t>(stream);
+  const int n1 = static_cast<int>(num_items + 1);
+
+  TANDEM_CUDA_CHECK(cudaMemsetAsync(a.counts, 0, num_items * 256 * sizeof(std::uint32_t), s), "cudaMemsetAsync");
+  rans_compress_setup_kernel<<<blocks_for(num_items + 1, 256), 256, 0, s>>>(a);
+  TANDEM_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(t + l.scan, l.scan_bytes, a.hist_units, a.hist_units + n1, n1, s),
+                    "cub::DeviceScan::ExclusiveSum");
+  TANDEM_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(t + l.scan, l.scan_bytes, a.chunk_units, a.chunk_units + n1, n1, s),
+                    "cub::DeviceScan::ExclusiveSum");
+  const std::size_t tiles = num_items * std::max<std::size_t>(1, (max_item_size + kHistTile - 1) / kHistTile);
+  const std::size_t groups = num_items * ((l.max_chunks + kEncWarps - 1) / kEncWarps);
+  rans_histogram_kernel<<<list_blocks<rans_histogram_kernel, kHistThreads>(tiles), kHistThreads, 0, s>>>(a);
+  rans_table_kernel<<<blocks_for(num_items * kWarpThreads, kItemThreads), kItemThreads, 0, s>>>(a);
+  rans_encode_kernel<<<list_blocks<rans_encode_kernel, kEncWarps * kWarpThreads>(groups), kEncWarps * kWarpThreads, 0,
+                       s>>>(a);
+  rans_place_kernel<<<blocks_for(num_items * kWarpThreads, kItemThreads), kItemThreads, 0, s>>>(a);
+  rans_copy_kernel<<<list_blocks<rans_copy_kernel, kEncWarps * kWarpThreads>(groups), kEncWarps * kWarpThreads, 0,
+                     s>>>(a);
+  return launch_status();
+}
+
+Status rans_decompress_temp_size(std::size_t num_items, std::size_t max_output_size, std::size_t* temp_bytes) {
+  if (!temp_bytes) return {StatusCode::invalid_argument, "null temp_bytes"};
+  DecompressLayout l;
+  if (Status s = decompress_layout(num_items, max_output_size, &l); !s) return s;
+  *temp_bytes = l.total;
+  return {};
+}
+
+Status rans_decompress_async(const void* const* d_in_ptrs, const std::size_t* d_in_sizes, std::size_t max_output_size,
+                             std::size_t num_items, void* d_temp, std::size_t temp_bytes, void* const* d_out_ptrs,
+                             const std::size_t* d_out_capacities, std::size_t* d_out_sizes, rans::Error* d_errors,
+                             Stream stream) {
+  if (num_items == 0) return {};
+  if (!d_in_ptrs || !d_in_sizes || !d_out_ptrs || !d_out_capacities || !d_out_sizes || !d_temp) {
+    return {StatusCode::invalid_argument, "null device array"};
+  }
+  if (num_items >= (std::size_t{1} << 31)) return {StatusCode::invalid_argument, "too many items"};
+  DecompressLayout l;
+  if (Status s = decompress_layout(num_items, max_output_size, &l); !s) return s;
+  if (temp_bytes < l.total) {
+    return {StatusCode::invalid_argument, "temporary storage smaller than rans_decompress_temp_size"};
+  }
+  auto* t = static_cast<std::uint8_t*>(d_temp);
+  DecompressArgs a{};
+  a.in_ptrs = d_in_ptrs;
+  a.in_sizes = d_in_sizes;
+  a.out_ptrs = d_out_ptrs;
+  a.out_caps = d_out_capacities;
+  a.out_sizes = d_out_sizes;
+  a.errors = d_errors;
+  a.n = num_items;
+  a.max_output_size = max_output_size;
+  a.max_chunks = l.max_chunks;
+  a.tables = reinterpret_cast<std::uint32_t*>(t + l.tables);
+  a.info = reinterpret_cast<ItemInfo*>(t + l.info);
+  a.units = reinterpret_cast<std::uint32_t*>(t + l.units);
+  a.offsets = reinterpret_cast<std::uint64_t*>(t + l.offsets);
+  a.chunk_errors = reinterpret_cast<std::int32_t*>(t + l.chunk_errors);
+  const auto s = static_cast<cudaStream_t>(stream);
+  const int n1 = static_cast<int>(num_items + 1);
+
+  rans_prepare_kernel<<<blocks_for((num_items + 1) * kWarpThreads, kItemThreads), kItemThreads, 0, s>>>(a);
+  TANDEM_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(t + l.scan, l.scan_bytes, a.units, a.units + n1, n1, s),
+                    "cub::DeviceScan::ExclusiveSum");
+  const std::size_t groups = num_items * ((l.max_chunks + kDecWarps - 1) / kDecWarps);
+  rans_decode_kernel<<<list_blocks<rans_decode_kernel, kDecWarps * kWarpThreads>(groups), kDecWarps * kWarpThreads, 0,
+                       s>>>(a);
+  rans_finish_kernel<<<blocks_for(num_items * kWarpThreads, kItemThreads), kItemThreads, 0, s>>>(a);
+  return launch_status();
+}
+
+}  // namespace tandem::gpu
