@@ -91,13 +91,13 @@ Status encode(std::span<const std::uint8_t> in, const Params& params, std::span<
     const std::uint8_t* chunk = in.data() + static_cast<std::size_t>(i) * h.chunk_size;
     const std::uint32_t count =
         body::encode_chunk(w, chunk, len, lanes, params.scale_bits, table, states, words.data() + len);
-    const std::size_t payload = 4 * std::size_t{lanes} + 2 * std::size_t{count};
+    const std::uint32_t sb = body::state_bytes(states, lanes);
+    const std::size_t payload = sb + 2 * std::size_t{count};
     if (payload > out.size() - at) return too_small;
-    dir[kDirEntryBytes * i] = static_cast<std::uint8_t>(lanes);
-    body::store_u16le(dir + kDirEntryBytes * i + 1, count);
+    body::write_entry(dir, i, {lanes, sb, count});
     std::uint8_t* p = out.data() + at;
-    for (std::uint32_t l = 0; l < lanes; ++l) body::store_u32le(p + 4 * l, states[l]);
-    p += 4 * lanes;
+    body::pack_states(states, lanes, p);
+    p += sb;
     const std::uint16_t* first = words.data() + len - count;
     for (std::uint32_t j = 0; j < count; ++j) body::store_u16le(p + 2 * j, first[j]);
     at += payload;
@@ -154,10 +154,10 @@ Status decode(std::span<const std::uint8_t> in, std::span<std::uint8_t> out, std
   }
   const std::uint8_t* dir = in.data() + body::directory_at(h);
   for (std::uint32_t i = 0; i < h.chunk_count; ++i) {
-    const std::uint32_t lanes = dir[kDirEntryBytes * i];
-    const std::uint32_t count = body::load_u16le(dir + kDirEntryBytes * i + 1);
-    e = body::decode_chunk(w, in.data() + offsets[i], lanes, count, body::chunk_length(h, i), h.scale_bits,
-                           slots.data(), out.data() + static_cast<std::size_t>(i) * h.chunk_size);
+    const body::Entry entry = body::read_entry(dir, i);
+    e = body::decode_chunk(w, in.data() + offsets[i], entry.lanes, entry.state_bytes, entry.words,
+                           body::chunk_length(h, i), h.scale_bits, slots.data(),
+                           out.data() + static_cast<std::size_t>(i) * h.chunk_size);
     if (e != Error::ok) return fail(e, error);
   }
   *out_size = h.length;

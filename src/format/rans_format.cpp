@@ -14,7 +14,7 @@ const char* error_name(Error e) {
     case Error::bad_table: return "bad_table";
     case Error::bad_directory: return "bad_directory";
     case Error::trailing_bytes: return "trailing_bytes";
-    case Error::state_out_of_range: return "state_out_of_range";
+    case Error::bad_states: return "bad_states";
     case Error::words_exhausted: return "words_exhausted";
     case Error::words_left_over: return "words_left_over";
     case Error::bad_final_state: return "bad_final_state";
@@ -36,7 +36,7 @@ Status to_status(Error e) {
     case Error::bad_table: return {StatusCode::bad_data, "rANS frequency table is malformed or does not sum to the scale"};
     case Error::bad_directory: return {StatusCode::bad_data, "rANS chunk has an impossible lane or word count"};
     case Error::trailing_bytes: return {StatusCode::bad_data, "bytes follow the rANS stream's last chunk"};
-    case Error::state_out_of_range: return {StatusCode::bad_data, "rANS chunk state below the lower bound"};
+    case Error::bad_states: return {StatusCode::bad_data, "rANS chunk states disagree with their size"};
     case Error::words_exhausted: return {StatusCode::bad_data, "rANS chunk needs more words than it holds"};
     case Error::words_left_over: return {StatusCode::bad_data, "rANS chunk decodes without using all its words"};
     case Error::bad_final_state: return {StatusCode::bad_data, "rANS lane does not end in its initial state"};

@@ -34,8 +34,8 @@ inline constexpr std::uint8_t kVersion = 1;
 inline constexpr std::size_t kHeaderBytes = 18;
 // The table starts with the code order and a 256-bit presence map.
 inline constexpr std::size_t kTableHeadBytes = 33;
-// A chunk's directory entry: lanes:u8 words:u16.
-inline constexpr std::size_t kDirEntryBytes = 3;
+// A chunk's directory entry: lanes:u8 state_bytes:u8 words:u16.
+inline constexpr std::size_t kDirEntryBytes = 4;
 
 inline constexpr std::uint32_t kMinScaleBits = 8;  // 256 symbols need 256 slots
 inline constexpr std::uint32_t kMaxScaleBits = 12;
@@ -46,6 +46,14 @@ inline constexpr std::uint32_t kMaxLanes = 32;
 inline constexpr std::uint32_t kMaxCodeOrder = 12;
 // A state after renormalisation lies in [kStateLow, 2^32).
 inline constexpr std::uint32_t kStateLow = 1u << 16;
+// A chunk's states are stored as a 4-bit length per lane, then each
+// state's bits below its top bit (16 to 31 of them).
+TANDEM_RANS_HD inline constexpr std::uint32_t min_state_bytes(std::uint32_t lanes) {
+  return (lanes + 1) / 2 + (16 * lanes + 7) / 8;
+}
+TANDEM_RANS_HD inline constexpr std::uint32_t max_state_bytes(std::uint32_t lanes) {
+  return (lanes + 1) / 2 + (31 * lanes + 7) / 8;
+}
 // Each lane's last (up to) kRawSymbols symbols travel as raw bytes in the
 // state the decoder ends with: kStateLow | b0 | b1 << 8.
 inline constexpr std::uint32_t kRawSymbols = 2;
@@ -86,14 +94,14 @@ TANDEM_RANS_HD inline constexpr std::uint32_t chunk_lanes(std::uint32_t n, std::
 inline constexpr std::uint64_t kMaxLength = 0xFFFFFFFFu;
 
 // Bytes a stream of n input bytes may take at most: header, the largest
-// table, and per chunk its entry, its states and at most one word per
-// symbol. 0 when n > kMaxLength or the parameters are invalid.
+// table, and per chunk its entry, its largest states and at most one word
+// per symbol. 0 when n > kMaxLength or the parameters are invalid.
 TANDEM_RANS_HD inline constexpr std::size_t max_encoded_size(std::uint64_t n, const Params& p) {
   if (!params_valid(p) || n > kMaxLength) return 0;
   if (n == 0) return kHeaderBytes;
   const std::uint64_t cs = std::uint64_t{p.chunk_kib} * 1024;
   const std::uint64_t chunks = (n + cs - 1) / cs;
-  return static_cast<std::size_t>(kHeaderBytes + kMaxTableBytes + chunks * (kDirEntryBytes + 4 * p.lanes) + 2 * n);
+  return static_cast<std::size_t>(kHeaderBytes + kMaxTableBytes + chunks * (kDirEntryBytes + max_state_bytes(p.lanes)) + 2 * n);
 }
 
 // ------------------------------------------------------------- errors ----
@@ -110,7 +118,7 @@ enum class Error : std::int32_t {
   bad_table = 6,            // the frequency table is malformed or does not sum to the scale
   bad_directory = 7,        // a chunk's lane or word count is impossible for its length
   trailing_bytes = 8,       // bytes after the last chunk (or after an empty stream's header)
-  state_out_of_range = 9,   // a chunk's initial state is below 2^16
+  bad_states = 9,           // a chunk's state lengths disagree with its state bytes, or padding is not zero
   words_exhausted = 10,     // a chunk needs more words than it has
   words_left_over = 11,     // a chunk decodes without using all its words
   bad_final_state = 12,     // a lane does not end in the state the encoder starts from

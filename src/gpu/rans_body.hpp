@@ -84,6 +84,23 @@ TANDEM_HD std::uint32_t chunks_for(std::uint32_t length, std::uint32_t chunk_siz
   return length / chunk_size + (length % chunk_size != 0 ? 1u : 0u);
 }
 
+// A chunk's directory entry.
+struct Entry {
+  std::uint32_t lanes;
+  std::uint32_t state_bytes;
+  std::uint32_t words;
+};
+TANDEM_HD Entry read_entry(const std::uint8_t* dir, std::uint32_t i) {
+  const std::uint8_t* p = dir + rans::kDirEntryBytes * static_cast<std::size_t>(i);
+  return {p[0], p[1], load_u16le(p + 2)};
+}
+TANDEM_HD void write_entry(std::uint8_t* dir, std::uint32_t i, const Entry& e) {
+  std::uint8_t* p = dir + rans::kDirEntryBytes * static_cast<std::size_t>(i);
+  p[0] = static_cast<std::uint8_t>(e.lanes);
+  p[1] = static_cast<std::uint8_t>(e.state_bytes);
+  store_u16le(p + 2, e.words);
+}
+
 TANDEM_HD void write_header(std::uint8_t* out, const Header& h) {
   out[0] = rans::kMagic0;
   out[1] = rans::kMagic1;
@@ -357,7 +374,7 @@ TANDEM_HD std::uint32_t raw_symbols(std::uint32_t count) {
 }
 
 // Encodes the chunk in[0, n) (n >= 1) with K lanes (1 <= K <= min(32, n)):
-// lane l's final state to states[l], the words to words_end[-W, 0). Returns
+// lane l's final state (>= 2^16) to states[l], the words to words_end[-W, 0). Returns
 // W (at most one word per coded symbol). table: encode entries of 256 symbols.
 TANDEM_HD std::uint32_t encode_chunk(const Warp& w, const std::uint8_t* in, std::uint32_t n, std::uint32_t K,
                                      std::uint32_t scale_bits, const EncSym* table, std::uint32_t* states,
@@ -404,21 +421,67 @@ TANDEM_HD std::uint32_t encode_chunk(const Warp& w, const std::uint8_t* in, std:
   return used;
 }
 
+// A chunk's states on the wire: a nibble per lane (low nibble first) of
+// b - 16, where b (16..31) is the number of bits below the state's top bit;
+// then those b bits of each state, lanes in order, lowest bit first, padded
+// with zeros to a byte. states: K states, each >= 2^16.
+TANDEM_HD std::uint32_t state_bytes(const std::uint32_t* states, std::uint32_t K) {
+  std::uint32_t bits = 0;
+  for (std::uint32_t l = 0; l < K; ++l) bits += static_cast<std::uint32_t>(simt::last_set(states[l]));
+  return (K + 1) / 2 + (bits + 7) / 8;
+}
+TANDEM_HD void pack_states(const std::uint32_t* states, std::uint32_t K, std::uint8_t* out) {
+  const auto nibble = [&](std::uint32_t l) {
+    return l < K ? static_cast<std::uint32_t>(simt::last_set(states[l])) - 16 : 0u;
+  };
+  for (std::uint32_t b = 0; b < (K + 1) / 2; ++b) *out++ = static_cast<std::uint8_t>(nibble(2 * b) | (nibble(2 * b + 1) << 4));
+  std::uint64_t acc = 0;
+  std::uint32_t held = 0;
+  for (std::uint32_t l = 0; l < K; ++l) {
+    const std::uint32_t nb = static_cast<std::uint32_t>(simt::last_set(states[l]));
+    acc |= static_cast<std::uint64_t>(states[l] & ((1u << nb) - 1u)) << held;
+    held += nb;
+    while (held >= 8) {
+      *out++ = static_cast<std::uint8_t>(acc);
+      acc >>= 8;
+      held -= 8;
+    }
+  }
+  if (held) *out = static_cast<std::uint8_t>(acc);
+}
+
 // Decodes a chunk of n bytes with K lanes (1 <= K <= min(32, n)) from its
-// payload: K states (4 bytes each) then W words (2 bytes each), all of it
+// payload: S bytes of states, then W words (2 bytes each), all of it
 // readable. slots: 2^scale_bits decoding slots. Writes out[0, n) and
 // nothing else (on failure some of it).
-TANDEM_HD Error decode_chunk(const Warp& w, const std::uint8_t* payload, std::uint32_t K, std::uint32_t W,
-                             std::uint32_t n, std::uint32_t scale_bits, const std::uint32_t* slots,
+TANDEM_HD Error decode_chunk(const Warp& w, const std::uint8_t* payload, std::uint32_t K, std::uint32_t S,
+                             std::uint32_t W, std::uint32_t n, std::uint32_t scale_bits, const std::uint32_t* slots,
                              std::uint8_t* out) {
-  const std::uint8_t* words = payload + 4 * K;
+  // The states: their lengths, each lane's place among their bits, checked
+  // against S and for zero padding.
+  const std::uint32_t nibble_bytes = (K + 1) / 2;
+  if ((K & 1) && (payload[K / 2] >> 4) != 0) return Error::bad_states;
+  const Lanes<std::uint32_t> nbits = w.map([&](int l) {
+    const auto lane = static_cast<std::uint32_t>(l);
+    return lane < K ? ((payload[lane / 2] >> (4 * (lane % 2))) & 15u) + 16 : 0u;
+  });
+  const std::uint32_t total_bits = w.sum(nbits);
+  if (nibble_bytes + (total_bits + 7) / 8 != S) return Error::bad_states;
+  const std::uint8_t* bits = payload + nibble_bytes;
+  if ((total_bits & 7) && (bits[total_bits / 8] >> (total_bits & 7)) != 0) return Error::bad_states;
+  const Lanes<std::uint32_t> first_bit = w.exclusive_sum(nbits);
+  Lanes<std::uint32_t> x = w.map([&](int l) {
+    if (static_cast<std::uint32_t>(l) >= K) return rans::kStateLow;
+    const std::uint32_t at = first_bit[l] / 8, end = (total_bits + 7) / 8;
+    std::uint64_t v = 0;
+    for (std::uint32_t i = 0; i < 5 && at + i < end; ++i) v |= static_cast<std::uint64_t>(bits[at + i]) << (8 * i);
+    const std::uint32_t nb = nbits[l];
+    return (1u << nb) | (static_cast<std::uint32_t>(v >> (first_bit[l] & 7)) & ((1u << nb) - 1u));
+  });
+  const std::uint8_t* words = payload + S;
   const Lanes<std::uint32_t> count =
       w.map([&](int l) { return lane_symbols(static_cast<std::uint32_t>(l), n, K); });
   const Lanes<std::uint32_t> coded = w.map([&](int l) { return count[l] - raw_symbols(count[l]); });
-  Lanes<std::uint32_t> x = w.map([&](int l) {
-    return static_cast<std::uint32_t>(l) < K ? load_u32le(payload + 4 * l) : rans::kStateLow;
-  });
-  if (w.ballot(w.map([&](int l) { return x[l] < rans::kStateLow; }))) return Error::state_out_of_range;
   const std::uint32_t steps = w.max(coded);
   const std::uint32_t slot_mask = (1u << scale_bits) - 1;
   std::uint32_t used = 0;
@@ -470,16 +533,17 @@ TANDEM_HD Error read_directory(const Warp& w, const std::uint8_t* in, std::size_
     const Lanes<bool> bad = w.map([&](int l) {
       const std::uint32_t i = first + static_cast<std::uint32_t>(l);
       if (i >= h.chunk_count) return false;
-      const std::uint32_t K = dir[rans::kDirEntryBytes * i];
-      const std::uint32_t W = load_u16le(dir + rans::kDirEntryBytes * i + 1);
+      const Entry e = read_entry(dir, i);
       const std::uint32_t len = chunk_length(h, i);
-      return K < 1 || K > h.lanes || K > len || W > len;
+      return e.lanes < 1 || e.lanes > h.lanes || e.lanes > len || e.words > len ||
+             e.state_bytes < rans::min_state_bytes(e.lanes) || e.state_bytes > rans::max_state_bytes(e.lanes);
     });
     if (w.ballot(bad)) return Error::bad_directory;
     const Lanes<std::uint32_t> size = w.map([&](int l) {
       const std::uint32_t i = first + static_cast<std::uint32_t>(l);
       if (i >= h.chunk_count) return 0u;
-      return 4u * dir[rans::kDirEntryBytes * i] + 2u * load_u16le(dir + rans::kDirEntryBytes * i + 1);
+      const Entry e = read_entry(dir, i);
+      return e.state_bytes + 2u * e.words;
     });
     const Lanes<std::uint32_t> before = w.exclusive_sum(size);
     w.each([&](int l) {

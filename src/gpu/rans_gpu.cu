@@ -140,7 +140,7 @@ struct CompressArgs {
   ItemInfo* info;
   std::uint32_t* hist_units;   // [n + 1], then its prefix [n + 1]
   std::uint32_t* chunk_units;  // the same for groups of kEncWarps chunks
-  uint2* meta;                 // per chunk slot: lanes, words
+  uint2* meta;                 // per chunk slot: lanes | state bytes << 8, words
   std::uint32_t* offsets;      // per chunk slot: payload offset in the stream
   std::uint32_t* states;       // per chunk slot: kMaxLanes states
   std::uint16_t* words;        // per chunk slot: chunk_size words
@@ -281,7 +281,9 @@ __global__ void __launch_bounds__(kEncWarps * kWarpThreads) rans_encode_kernel(C
       const std::uint32_t count = body::encode_chunk(simt::Warp{}, in, len, lanes, a.scale_bits, table,
                                                      a.states + slot * rans::kMaxLanes,
                                                      a.words + slot * a.chunk_size + len);
-      if (lane_id() == 0) a.meta[slot] = make_uint2(lanes, count);
+      __syncwarp();  // the lanes' states, written by each, read by all
+      const std::uint32_t sb = body::state_bytes(a.states + slot * rans::kMaxLanes, lanes);
+      if (lane_id() == 0) a.meta[slot] = make_uint2(lanes | (sb << 8), count);
     }
     __syncthreads();
   }
@@ -300,12 +302,11 @@ __global__ void __launch_bounds__(kItemThreads) rans_place_kernel(CompressArgs a
       const std::uint32_t c = first + static_cast<std::uint32_t>(lane_id());
       const std::size_t slot = i * a.max_chunks + c;
       const uint2 m = c < info.chunk_count ? a.meta[slot] : make_uint2(0, 0);
-      const simt::Lanes<std::uint32_t> size{4 * m.x + 2 * m.y};
+      const simt::Lanes<std::uint32_t> size{(m.x >> 8) + 2 * m.y};
       const simt::Lanes<std::uint32_t> before = w.exclusive_sum(size);
       if (c < info.chunk_count) {
         a.offsets[slot] = static_cast<std::uint32_t>(end + before[lane_id()]);
-        dir[rans::kDirEntryBytes * c] = static_cast<std::uint8_t>(m.x);
-        body::store_u16le(dir + rans::kDirEntryBytes * c + 1, m.y);
+        body::write_entry(dir, c, {m.x & 0xFFu, m.x >> 8, m.y});
       }
       end += w.sum(size);
     }
@@ -332,13 +333,12 @@ __global__ void __launch_bounds__(kEncWarps * kWarpThreads) rans_copy_kernel(Com
     const uint2 m = a.meta[slot];
     const std::uint32_t len = c + 1 < info.chunk_count ? a.chunk_size : info.length - c * a.chunk_size;
     std::uint8_t* out = static_cast<std::uint8_t*>(a.out_ptrs[i]) + a.offsets[slot];
-    const std::uint32_t* states = a.states + slot * rans::kMaxLanes;
+    const std::uint32_t lanes = m.x & 0xFFu, sb = m.x >> 8;
+    // Lane 0 packs the states; the warp copies the words after them.
+    if (lane_id() == 0) body::pack_states(a.states + slot * rans::kMaxLanes, lanes, out);
     const std::uint16_t* words = a.words + slot * a.chunk_size + len - m.y;
-    // In 2-byte pieces: the states' halves, then the words.
-    const std::uint32_t pieces = 2 * m.x + m.y;
-    for (std::uint32_t k = static_cast<std::uint32_t>(lane_id()); k < pieces; k += kWarpThreads) {
-      const std::uint32_t v = k < 2 * m.x ? states[k / 2] >> (16 * (k % 2)) : words[k - 2 * m.x];
-      body::store_u16le(out + 2 * k, v & 0xFFFFu);
+    for (std::uint32_t k = static_cast<std::uint32_t>(lane_id()); k < m.y; k += kWarpThreads) {
+      body::store_u16le(out + sb + 2 * k, words[k]);
     }
   }
 }
@@ -478,11 +478,11 @@ __global__ void __launch_bounds__(kDecWarps * kWarpThreads) rans_decode_kernel(D
       // The directory ends where the first payload starts.
       const std::uint8_t* dir =
           in + a.offsets[i * a.max_chunks] - rans::kDirEntryBytes * std::size_t{info.chunk_count};
-      const std::uint32_t lanes = dir[rans::kDirEntryBytes * c];
-      const std::uint32_t count = body::load_u16le(dir + rans::kDirEntryBytes * c + 1);
+      const body::Entry entry = body::read_entry(dir, c);
       auto* out = static_cast<std::uint8_t*>(a.out_ptrs[i]) + static_cast<std::size_t>(c) * info.chunk_size;
-      const Error e = body::decode_chunk(simt::Warp{}, in + a.offsets[i * a.max_chunks + c], lanes, count,
-                                         body::chunk_length(h, c), info.scale_bits, slots, out);
+      const Error e = body::decode_chunk(simt::Warp{}, in + a.offsets[i * a.max_chunks + c], entry.lanes,
+                                         entry.state_bytes, entry.words, body::chunk_length(h, c), info.scale_bits,
+                                         slots, out);
       if (lane_id() == 0) a.chunk_errors[i * a.max_chunks + c] = static_cast<std::int32_t>(e);
     }
     __syncthreads();

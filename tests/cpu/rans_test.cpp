@@ -191,9 +191,11 @@ TEST(RansRoundTrip, OneSymbolNeedsNoWords) {
   ASSERT_EQ(body::parse_header(enc.data(), enc.size(), &h), Error::ok);
   std::size_t states = 0;
   for (std::uint32_t i = 0; i < h.chunk_count; ++i) {
-    const std::uint8_t* e = enc.data() + body::directory_at(h) + 3 * i;
-    EXPECT_EQ(body::load_u16le(e + 1), 0u);
-    states += 4 * e[0];
+    const body::Entry e = body::read_entry(enc.data() + body::directory_at(h), i);
+    EXPECT_EQ(e.words, 0u);
+    // Each state is 2^16 plus its two raw bytes: a nibble and 16 bits.
+    EXPECT_EQ(e.state_bytes, rans::min_state_bytes(e.lanes));
+    states += e.state_bytes;
   }
   EXPECT_EQ(enc.size(), body::payloads_at(h) + states);
   expect_round_trip(data, Params{16, 11, 32});
@@ -256,7 +258,7 @@ TEST(RansRoundTrip, Silesia) {
     expect_round_trip(Bytes(file.begin(), file.begin() + static_cast<std::ptrdiff_t>(window)), Params{4, 12, 32});
   }
   // Order-0 entropy coding of the corpus in 64 KiB streams: at least the
-  // ratio the format was designed for (docs/formats/rans.md; 1.985 measured).
+  // ratio the format was designed for (docs/formats/rans.md; 1.990 measured).
   if (in_bytes) EXPECT_GT(static_cast<double>(in_bytes) / static_cast<double>(out_bytes), 1.86);
 }
 
@@ -283,17 +285,23 @@ Bytes reference_decode(const Bytes& s) {
     freq[sym] = u - (1u << k) + 1;
   }
   for (int sym = 0; sym < 256; ++sym) cum[sym + 1] = cum[sym] + freq[sym];
-  std::size_t dir = 18 + tb, at = dir + 3 * std::size_t{chunks};
+  std::size_t dir = 18 + tb, at = dir + 4 * std::size_t{chunks};
   for (std::uint32_t c = 0; c < chunks; ++c) {
-    const std::uint32_t lanes = s[dir + 3 * c], words = u16(dir + 3 * c + 1);
+    const std::uint32_t lanes = s[dir + 4 * c], state_bytes = s[dir + 4 * c + 1], words = u16(dir + 4 * c + 2);
     const std::uint32_t n = c + 1 < chunks ? cs : length - c * cs;
     std::uint32_t x[32], left[32];
+    const std::size_t bits = at + (lanes + 1) / 2;
+    std::uint32_t bit_at = 0;
     for (std::uint32_t l = 0; l < lanes; ++l) {
-      x[l] = u32(at + 4 * l);
+      // A nibble per lane: the bits below the state's top bit, less 16.
+      const std::uint32_t below = ((s[at + l / 2] >> (4 * (l % 2))) & 15) + 16;
+      std::uint32_t v = 0;
+      for (std::uint32_t i = 0; i < below; ++i, ++bit_at) v |= ((s[bits + bit_at / 8] >> (bit_at % 8)) & 1u) << i;
+      x[l] = (1u << below) | v;
       const std::uint32_t count = (n - l + lanes - 1) / lanes;
       left[l] = count - std::min(count, 2u);
     }
-    std::size_t w = at + 4 * lanes;
+    std::size_t w = at + state_bytes;
     std::uint8_t* o = out.data() + std::size_t{c} * cs;
     for (std::uint32_t t = 0; t < n; ++t) {
       for (std::uint32_t l = 0; l < lanes; ++l) {
@@ -315,8 +323,9 @@ Bytes reference_decode(const Bytes& s) {
         o[l + (left[l] + i) * lanes] = static_cast<std::uint8_t>(x[l] >> (8 * i));
       }
     }
-    EXPECT_EQ(w, at + 4 * lanes + 2 * std::size_t{words});
-    at += 4 * lanes + 2 * std::size_t{words};
+    EXPECT_EQ(w, at + state_bytes + 2 * std::size_t{words});
+    EXPECT_EQ(state_bytes, (lanes + 1) / 2 + (bit_at + 7) / 8);
+    at += state_bytes + 2 * std::size_t{words};
   }
   return out;
 }
@@ -379,10 +388,10 @@ class RansMalformed : public ::testing::Test {
     EXPECT_EQ(body::parse_table(stream_.data() + rans::kHeaderBytes, h_.table_bytes, h_.scale_bits, freq), Error::ok);
     return freq;
   }
-  std::size_t entry(std::uint32_t i) const { return body::directory_at(h_) + 3 * i; }
+  std::size_t entry(std::uint32_t i) const { return body::directory_at(h_) + 4 * i; }
   std::size_t payload(std::uint32_t i) const {
     std::size_t at = body::payloads_at(h_);
-    for (std::uint32_t j = 0; j < i; ++j) at += 4 * stream_[entry(j)] + 2 * body::load_u16le(&stream_[entry(j) + 1]);
+    for (std::uint32_t j = 0; j < i; ++j) at += stream_[entry(j) + 1] + 2 * body::load_u16le(&stream_[entry(j) + 2]);
     return at;
   }
 
@@ -525,57 +534,83 @@ TEST_F(RansMalformed, DirectoryEntries) {
   s[7] = 16;  // fewer lanes allowed than the chunks have
   EXPECT_VERDICT(s, data_.size(), Error::bad_directory, StatusCode::bad_data);
   s = stream_;
-  body::store_u16le(s.data() + entry(0) + 1, 16385);  // more words than symbols
+  body::store_u16le(s.data() + entry(0) + 2, 16385);  // more words than symbols
   EXPECT_VERDICT(s, data_.size(), Error::bad_directory, StatusCode::bad_data);
   s = stream_;
-  body::store_u16le(s.data() + entry(0) + 1, body::load_u16le(s.data() + entry(0) + 1) + 1);
+  body::store_u16le(s.data() + entry(0) + 2, body::load_u16le(s.data() + entry(0) + 2) + 1);
   EXPECT_VERDICT(s, data_.size(), Error::truncated, StatusCode::truncated);
 }
 
 TEST_F(RansMalformed, LyingWordCounts) {
   const std::uint32_t last = h_.chunk_count - 1;
-  const std::uint32_t words = body::load_u16le(&stream_[entry(last) + 1]);
+  const std::uint32_t words = body::load_u16le(&stream_[entry(last) + 2]);
   ASSERT_GT(words, 0u);
   // One word fewer, the last one gone: the chunk runs out of words.
   Bytes s = stream_;
-  body::store_u16le(s.data() + entry(last) + 1, words - 1);
+  body::store_u16le(s.data() + entry(last) + 2, words - 1);
   s.resize(s.size() - 2);
   EXPECT_VERDICT(s, data_.size(), Error::words_exhausted, StatusCode::bad_data);
   // One word more, appended: the chunk leaves it.
   s = stream_;
-  body::store_u16le(s.data() + entry(last) + 1, words + 1);
+  body::store_u16le(s.data() + entry(last) + 2, words + 1);
   s.push_back(0);
   s.push_back(0);
   EXPECT_VERDICT(s, data_.size(), Error::words_left_over, StatusCode::bad_data);
   // A chunk that claims a word fewer and so moves its neighbours' payloads.
   s = stream_;
-  body::store_u16le(s.data() + entry(0) + 1, body::load_u16le(&s[entry(0) + 1]) - 1);
+  body::store_u16le(s.data() + entry(0) + 2, body::load_u16le(&s[entry(0) + 2]) - 1);
   EXPECT_VERDICT(s, data_.size(), Error::trailing_bytes, StatusCode::bad_data);
 }
 
-TEST_F(RansMalformed, StatesOutOfRange) {
+TEST_F(RansMalformed, StateSizes) {
+  // Lane 0's state 8 bits longer or shorter: the states no longer fit their size.
   Bytes s = stream_;
-  body::store_u32le(s.data() + payload(1) + 4 * 3, 0xFFFF);
-  EXPECT_VERDICT(s, data_.size(), Error::state_out_of_range, StatusCode::bad_data);
+  s[payload(1)] = static_cast<std::uint8_t>(s[payload(1)] ^ 8);
+  EXPECT_VERDICT(s, data_.size(), Error::bad_states, StatusCode::bad_data);
+  // State bytes in the directory outside what the lane count allows.
+  s = stream_;
+  s[entry(1) + 1] = static_cast<std::uint8_t>(rans::min_state_bytes(32) - 1);
+  EXPECT_VERDICT(s, data_.size(), Error::bad_directory, StatusCode::bad_data);
+  s = stream_;
+  s[entry(1) + 1] = static_cast<std::uint8_t>(rans::max_state_bytes(32) + 1);
+  EXPECT_VERDICT(s, data_.size(), Error::bad_directory, StatusCode::bad_data);
+  // An odd lane count's unused nibble, and padding after the state bits.
+  const Bytes odd_data = test::text_like_bytes(5 * 64, 3);
+  const Bytes odd = encode_ok(odd_data, Params{});
+  body::Header h;
+  ASSERT_EQ(body::parse_header(odd.data(), odd.size(), &h), Error::ok);
+  const body::Entry e = body::read_entry(odd.data() + body::directory_at(h), 0);
+  ASSERT_EQ(e.lanes, 5u);
+  EXPECT_VERDICT(odd, odd_data.size(), Error::ok, StatusCode::ok);
+  s = odd;
+  s[body::payloads_at(h) + 2] |= 0x10;
+  EXPECT_VERDICT(s, odd_data.size(), Error::bad_states, StatusCode::bad_data);
+  std::uint32_t bits = 0;
+  for (std::uint32_t l = 0; l < 5; ++l) bits += 16 + ((odd[body::payloads_at(h) + l / 2] >> (4 * (l % 2))) & 15);
+  if (bits % 8) {
+    s = odd;
+    s[body::payloads_at(h) + 3 + bits / 8] |= 0x80;
+    EXPECT_VERDICT(s, odd_data.size(), Error::bad_states, StatusCode::bad_data);
+  }
 }
 
 TEST_F(RansMalformed, FinalStates) {
   // With one symbol, decoding leaves a state as it is: the stored state is
-  // the final state, 2^16 | raw bytes.
+  // the final state, 2^16 | raw bytes (a zero nibble, then the two bytes).
   const Bytes data(5000, 'z');
   const Bytes good = encode_ok(data, Params{4, 11, 32});
   body::Header h;
   ASSERT_EQ(body::parse_header(good.data(), good.size(), &h), Error::ok);
-  const std::size_t state0 = body::payloads_at(h);
-  ASSERT_EQ(body::load_u32le(&good[state0]), 0x10000u | 'z' | ('z' << 8));
-  Bytes s = good;
-  body::store_u32le(s.data() + state0, 0x20000u | 'z' | ('z' << 8));
-  EXPECT_VERDICT(s, data.size(), Error::bad_final_state, StatusCode::bad_data);
+  const std::size_t states = body::payloads_at(h);
+  EXPECT_EQ(good[states], 0u);
+  EXPECT_EQ(good[states + 16], 'z');
+  EXPECT_EQ(good[states + 17], 'z');
+  Bytes s;
   // A lane with one symbol must have zero in the second raw byte.
   const Bytes tiny = encode_ok(Bytes{'q'}, Params{});
   ASSERT_EQ(body::parse_header(tiny.data(), tiny.size(), &h), Error::ok);
   s = tiny;
-  s[body::payloads_at(h) + 1] = 1;
+  s[body::payloads_at(h) + 2] = 1;  // after the nibble byte and the raw byte
   EXPECT_VERDICT(s, 1, Error::bad_final_state, StatusCode::bad_data);
 }
 

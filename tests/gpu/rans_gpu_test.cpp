@@ -281,17 +281,19 @@ std::vector<Bytes> malformed_streams() {
   edit([](Bytes& s) { s[18] = 13; });
   edit([](Bytes& s) { s[19] ^= 0x10; });
   edit([&](Bytes& s) { s[dir] = 0; });
-  edit([&](Bytes& s) { s[dir + 3] = 33; });
-  edit([&](Bytes& s) { body::store_u16le(s.data() + dir + 1, 16385); });
-  edit([&](Bytes& s) { body::store_u16le(s.data() + dir + 1, body::load_u16le(&s[dir + 1]) - 1); });
+  edit([&](Bytes& s) { s[dir + 4] = 33; });
+  edit([&](Bytes& s) { body::store_u16le(s.data() + dir + 2, 16385); });
+  edit([&](Bytes& s) { s[dir + 1] = 3; });
+  edit([&](Bytes& s) { s[body::payloads_at(h)] ^= 8; });
+  edit([&](Bytes& s) { body::store_u16le(s.data() + dir + 2, body::load_u16le(&s[dir + 2]) - 1); });
   edit([&](Bytes& s) {  // the last chunk one word short
-    const std::size_t e = dir + 3 * (h.chunk_count - 1);
-    body::store_u16le(s.data() + e + 1, body::load_u16le(&s[e + 1]) - 1);
+    const std::size_t e = dir + 4 * (h.chunk_count - 1);
+    body::store_u16le(s.data() + e + 2, body::load_u16le(&s[e + 2]) - 1);
     s.resize(s.size() - 2);
   });
   edit([&](Bytes& s) {  // the last chunk one word long
-    const std::size_t e = dir + 3 * (h.chunk_count - 1);
-    body::store_u16le(s.data() + e + 1, body::load_u16le(&s[e + 1]) + 1);
+    const std::size_t e = dir + 4 * (h.chunk_count - 1);
+    body::store_u16le(s.data() + e + 2, body::load_u16le(&s[e + 2]) + 1);
     s.push_back(0);
     s.push_back(0);
   });
