@@ -81,7 +81,7 @@ TANDEM_RANS_HD inline constexpr bool params_valid(const Params& p) {
 
 // The reference encoder gives a chunk of n bytes this many lanes: `lanes`,
 // fewer for a short chunk, so that each lane codes at least kMinLaneSymbols
-// symbols (a lane costs 4 bytes of final state, which a short chunk would
+// symbols (a lane costs some 3.5 bytes of final state, which a short chunk would
 // not earn back). The GPU encoder follows the same rule; decoders accept any
 // count from 1 to min(lanes, n).
 inline constexpr std::uint32_t kMinLaneSymbols = 64;
