@@ -44,6 +44,7 @@
 #include "bench/bench_gpu.hpp"
 #include "bench/bench_report.hpp"
 #include "bench/hybrid_bench.hpp"
+#include "bench/rans_bench.hpp"
 #include "tandem/tandem.hpp"
 
 namespace tandem::bench {
@@ -376,7 +377,7 @@ bool gpu_available() { return gpu_bench_compiled() && backend_info().gpu_count >
 // Checks everything that does not need the inputs; returns 0 or an exit code.
 int check_config(const BenchConfig& config) {
   if (config.codec != "lz4") {
-    std::fprintf(stderr, "tandem bench: unknown codec '%s' (known: lz4)\n", config.codec.c_str());
+    std::fprintf(stderr, "tandem bench: unknown codec '%s' (known: lz4, rans)\n", config.codec.c_str());
     return 2;
   }
   Backend requested{};
@@ -531,6 +532,7 @@ bool parse_chunk_list(std::string_view text, std::vector<std::size_t>* chunks, s
 
 int run(const BenchConfig& config) {
   try {
+    if (config.codec == "rans") return run_rans_bench(config);
     return config.hybrid ? run_hybrid(config) : run_checked(config);
   } catch (const std::bad_alloc&) {
     std::fprintf(stderr, "tandem bench: out of memory\n");
