@@ -1,0 +1,357 @@
+// Inflate of one raw deflate stream (RFC 1951), or of one chunk of tandem's
+// indexed deflate stream, on the host or the device (one thread).
+//
+// A chunk of an indexed stream starts on a byte with a block header, makes no
+// match reaching before its first byte, and ends with a non-final empty stored
+// block, byte-aligned; so it inflates alone and the body stops at the end of
+// its input on a block boundary. A whole stream stops at its final block. The
+// result says which.
+//
+// Input is untrusted. The body never reads past in[in_size) nor writes past
+// out[capacity), refuses matches that reach before out[0], and gives a status
+// for each error class (InflateStatus). Work is bounded by the output
+// capacity and the input size: every symbol decoded consumes input bits or
+// writes output, except the end-of-block code, which needs at least 7 bits.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "gpu/huffman_decode.hpp"
+#include "gpu/simt.hpp"
+
+namespace tandem::gpu::inflate {
+
+// One stream's outcome. Values are permanent.
+enum class InflateStatus : std::int32_t {
+  ok = 0,
+  // The input ends inside a block (or inside a block header).
+  truncated = 1,
+  // BTYPE 3.
+  reserved_block_type = 2,
+  // A stored block's NLEN is not the complement of its LEN.
+  stored_length_mismatch = 3,
+  // HLIT over 286 or HDIST over 30.
+  too_many_codes = 4,
+  // The code length code is over-subscribed, incomplete or empty.
+  bad_precode = 5,
+  // A repeat code runs past HLIT + HDIST lengths, or repeats a length when
+  // there is none before it.
+  bad_code_lengths = 6,
+  // The literal/length code is over-subscribed or incomplete, or has no
+  // end-of-block code.
+  bad_litlen_code = 7,
+  // The distance code is over-subscribed or incomplete.
+  bad_distance_code = 8,
+  // A code that no symbol has (the unused half of a one-code set), or a
+  // literal/length symbol 286-287 or a distance symbol 30-31 (fixed code).
+  invalid_symbol = 9,
+  // A match distance reaches before the start of the output.
+  distance_too_far = 10,
+  // A literal, a match or a stored block would go past the output capacity.
+  output_overflow = 11,
+  // Null pointers, or an item larger than the call accepts.
+  invalid_item = 12,
+};
+
+inline constexpr int kInflateStatusCount = 13;
+
+// "ok", "truncated", ...
+TANDEM_HD const char* inflate_status_name(InflateStatus s) {
+  switch (s) {
+    case InflateStatus::ok: return "ok";
+    case InflateStatus::truncated: return "truncated";
+    case InflateStatus::reserved_block_type: return "reserved_block_type";
+    case InflateStatus::stored_length_mismatch: return "stored_length_mismatch";
+    case InflateStatus::too_many_codes: return "too_many_codes";
+    case InflateStatus::bad_precode: return "bad_precode";
+    case InflateStatus::bad_code_lengths: return "bad_code_lengths";
+    case InflateStatus::bad_litlen_code: return "bad_litlen_code";
+    case InflateStatus::bad_distance_code: return "bad_distance_code";
+    case InflateStatus::invalid_symbol: return "invalid_symbol";
+    case InflateStatus::distance_too_far: return "distance_too_far";
+    case InflateStatus::output_overflow: return "output_overflow";
+    case InflateStatus::invalid_item: return "invalid_item";
+  }
+  return "unknown";
+}
+
+// How an ok inflate stopped.
+enum class InflateEnd : std::uint8_t {
+  final_block = 0,  // after a block with BFINAL set (input may follow it)
+  input_end = 1,    // at the end of the input, after a non-final block (a chunk)
+};
+
+struct InflateResult {
+  InflateStatus status = InflateStatus::ok;
+  InflateEnd end = InflateEnd::input_end;
+  std::size_t out_size = 0;  // bytes written (on failure: those written before it)
+  std::size_t in_used = 0;   // input bytes read, the last one perhaps in part
+};
+
+// Bits come from the input least significant bit first. The buffer holds up
+// to 64 bits; past the end of the input, peeks see zero bits, and `avail`
+// tells how many bits are real.
+struct BitReader {
+  const std::uint8_t* in;
+  std::size_t size;
+  std::size_t pos = 0;  // next byte to load
+  std::uint64_t buf = 0;
+  std::uint32_t avail = 0;
+
+  TANDEM_HD BitReader(const std::uint8_t* p, std::size_t n) : in(p), size(n) {}
+
+  // Loads whole bytes until at least 56 bits are held or the input ends.
+  TANDEM_HD void refill() {
+    if (avail <= 56 && size - pos >= 8) {
+      std::uint64_t w = 0;
+      for (int i = 0; i < 8; ++i) w |= static_cast<std::uint64_t>(in[pos + i]) << (8 * i);
+      const std::uint32_t take = (63 - avail) >> 3;  // whole bytes that fit
+      buf |= w << avail;
+      pos += take;
+      avail += take * 8;
+      return;
+    }
+    while (avail <= 56 && pos < size) {
+      buf |= static_cast<std::uint64_t>(in[pos++]) << avail;
+      avail += 8;
+    }
+  }
+  // The next n bits (n <= 32) without consuming them; only the low `avail`
+  // of them are input.
+  TANDEM_HD std::uint32_t peek(int n) const { return static_cast<std::uint32_t>(buf & ((std::uint64_t{1} << n) - 1)); }
+  TANDEM_HD void drop(std::uint32_t n) {
+    buf >>= n;
+    avail -= n;
+  }
+  // Bits left in the input, held or not.
+  TANDEM_HD std::uint64_t bits_left() const { return avail + 8 * static_cast<std::uint64_t>(size - pos); }
+  // Moves to the next byte boundary and gives back the whole bytes held, so
+  // that in[pos] is the next input byte.
+  TANDEM_HD void align_and_unload() {
+    drop(avail & 7u);
+    pos -= avail >> 3;
+    buf = 0;
+    avail = 0;
+  }
+  TANDEM_HD std::size_t bytes_used() const { return pos - (avail >> 3); }
+};
+
+// Length symbols 257..285: base lengths and extra bits; distance symbols 0..29.
+TANDEM_HD std::uint32_t length_base(std::uint32_t i) {
+  constexpr std::uint16_t kBase[29] = {3,  4,  5,  6,  7,  8,  9,  10, 11,  13,  15,  17,  19,  23, 27,
+                                       31, 35, 43, 51, 59, 67, 83, 99, 115, 131, 163, 195, 227, 258};
+  return kBase[i];
+}
+TANDEM_HD std::uint32_t length_extra(std::uint32_t i) {
+  return i < 8 ? 0u : (i == 28 ? 0u : (i - 4) / 4);
+}
+TANDEM_HD std::uint32_t distance_base(std::uint32_t i) {
+  constexpr std::uint16_t kBase[30] = {1,   2,   3,   4,   5,   7,    9,    13,   17,   25,   33,   49,   65,    97,    129,
+                                       193, 257, 385, 513, 769, 1025, 1537, 2049, 3073, 4097, 6145, 8193, 12289, 16385, 24577};
+  return kBase[i];
+}
+TANDEM_HD std::uint32_t distance_extra(std::uint32_t i) { return i < 4 ? 0u : (i - 2) / 2; }
+
+// The tables one inflate needs: about 3.5 KiB, on the caller's stack or in
+// shared memory.
+struct InflateTables {
+  LitLenTable litlen;
+  DistanceTable distance;
+  PrecodeTable precode;
+};
+
+namespace detail {
+
+// The fixed code of RFC 1951 3.2.6.
+TANDEM_HD void build_fixed(InflateTables& t) {
+  std::uint8_t lengths[288];
+  for (int i = 0; i < 144; ++i) lengths[i] = 8;
+  for (int i = 144; i < 256; ++i) lengths[i] = 9;
+  for (int i = 256; i < 280; ++i) lengths[i] = 7;
+  for (int i = 280; i < 288; ++i) lengths[i] = 8;
+  (void)t.litlen.build(lengths, 288, CodeKind::litlen);
+  for (int i = 0; i < 32; ++i) lengths[i] = 5;
+  (void)t.distance.build(lengths, 32, CodeKind::distance);
+}
+
+// Reads a dynamic block's code lengths and builds its tables.
+TANDEM_HD InflateStatus read_dynamic(BitReader& br, InflateTables& t) {
+  br.refill();
+  if (br.avail < 14) return InflateStatus::truncated;
+  const std::uint32_t hlit = br.peek(5) + 257;
+  const std::uint32_t hdist = ((br.peek(10) >> 5) & 31u) + 1;
+  const std::uint32_t hclen = ((br.peek(14) >> 10) & 15u) + 4;
+  br.drop(14);
+  if (hlit > 286 || hdist > 30) return InflateStatus::too_many_codes;
+  constexpr std::uint8_t kOrder[19] = {16, 17, 18, 0, 8, 7, 9, 6, 10, 5, 11, 4, 12, 3, 13, 2, 14, 1, 15};
+  std::uint8_t lengths[288 + 32];
+  for (int i = 0; i < 19; ++i) lengths[i] = 0;
+  for (std::uint32_t i = 0; i < hclen; ++i) {
+    br.refill();
+    if (br.avail < 3) return InflateStatus::truncated;
+    lengths[kOrder[i]] = static_cast<std::uint8_t>(br.peek(3));
+    br.drop(3);
+  }
+  if (t.precode.build(lengths, 19, CodeKind::precode) != HuffmanStatus::ok) return InflateStatus::bad_precode;
+  const std::uint32_t total = hlit + hdist;
+  std::uint32_t n = 0;
+  while (n < total) {
+    br.refill();
+    const Decoded d = t.precode.decode(br.peek(16));
+    if (d.length == 0) return InflateStatus::invalid_symbol;  // a complete precode has none
+    if (d.length > br.avail) return InflateStatus::truncated;
+    br.drop(d.length);
+    if (d.symbol < 16) {
+      lengths[n++] = static_cast<std::uint8_t>(d.symbol);
+      continue;
+    }
+    std::uint32_t repeat;
+    std::uint8_t value = 0;
+    if (d.symbol == 16) {
+      if (br.avail < 2) return InflateStatus::truncated;
+      if (n == 0) return InflateStatus::bad_code_lengths;
+      value = lengths[n - 1];
+      repeat = 3 + br.peek(2);
+      br.drop(2);
+    } else if (d.symbol == 17) {
+      if (br.avail < 3) return InflateStatus::truncated;
+      repeat = 3 + br.peek(3);
+      br.drop(3);
+    } else {
+      if (br.avail < 7) return InflateStatus::truncated;
+      repeat = 11 + br.peek(7);
+      br.drop(7);
+    }
+    if (repeat > total - n) return InflateStatus::bad_code_lengths;
+    for (std::uint32_t i = 0; i < repeat; ++i) lengths[n++] = value;
+  }
+  if (lengths[256] == 0) return InflateStatus::bad_litlen_code;
+  if (t.litlen.build(lengths, static_cast<int>(hlit), CodeKind::litlen) != HuffmanStatus::ok)
+    return InflateStatus::bad_litlen_code;
+  if (t.distance.build(lengths + hlit, static_cast<int>(hdist), CodeKind::distance) != HuffmanStatus::ok)
+    return InflateStatus::bad_distance_code;
+  return InflateStatus::ok;
+}
+
+// Decodes one Huffman-coded block's symbols until its end-of-block code.
+TANDEM_HD InflateStatus inflate_codes(BitReader& br, const InflateTables& t, std::uint8_t* out, std::size_t capacity,
+                                      std::size_t& at) {
+  for (;;) {
+    // A refill holds at least 56 bits unless the input ends: enough for a
+    // length code (15) and its extra bits (5) and a distance code (15) and
+    // its extra bits (13).
+    br.refill();
+    Decoded d = t.litlen.decode(br.peek(15));
+    if (d.length == 0) return InflateStatus::invalid_symbol;
+    if (d.length > br.avail) return InflateStatus::truncated;
+    br.drop(d.length);
+    if (d.symbol < 256) {
+      if (at >= capacity) return InflateStatus::output_overflow;
+      out[at++] = static_cast<std::uint8_t>(d.symbol);
+      continue;
+    }
+    if (d.symbol == 256) return InflateStatus::ok;
+    const std::uint32_t li = d.symbol - 257;
+    if (li >= 29) return InflateStatus::invalid_symbol;
+    const std::uint32_t lx = length_extra(li);
+    if (lx > br.avail) return InflateStatus::truncated;
+    const std::uint32_t length = length_base(li) + br.peek(static_cast<int>(lx));
+    br.drop(lx);
+    d = t.distance.decode(br.peek(15));
+    if (d.length == 0) return InflateStatus::invalid_symbol;
+    if (d.length > br.avail) return InflateStatus::truncated;
+    br.drop(d.length);
+    if (d.symbol >= 30) return InflateStatus::invalid_symbol;
+    const std::uint32_t dx = distance_extra(d.symbol);
+    if (dx > br.avail) return InflateStatus::truncated;
+    const std::uint32_t distance = distance_base(d.symbol) + br.peek(static_cast<int>(dx));
+    br.drop(dx);
+    if (distance > at) return InflateStatus::distance_too_far;
+    if (length > capacity - at) return InflateStatus::output_overflow;
+    const std::uint8_t* src = out + (at - distance);
+    std::uint8_t* dst = out + at;
+    for (std::uint32_t i = 0; i < length; ++i) dst[i] = src[i];
+    at += length;
+  }
+}
+
+}  // namespace detail
+
+// Inflates in[0 .. in_size) into out[0 .. capacity), with `t` as the tables'
+// storage. Stops after a final block, or, after a non-final block, when fewer
+// than 8 input bits remain (every deflate block needs at least 10 bits, so
+// those bits can only be a chunk's padding).
+TANDEM_HD InflateResult inflate_stream(const std::uint8_t* in, std::size_t in_size, std::uint8_t* out,
+                                       std::size_t capacity, InflateTables& t) {
+  InflateResult r;
+  if ((in == nullptr && in_size != 0) || (out == nullptr && capacity != 0)) {
+    r.status = InflateStatus::invalid_item;
+    return r;
+  }
+  BitReader br(in, in_size);
+  std::size_t at = 0;
+  InflateStatus s = InflateStatus::ok;
+  for (;;) {
+    br.refill();
+    if (br.bits_left() < 8) {
+      r.end = InflateEnd::input_end;
+      break;
+    }
+    if (br.avail < 3) {
+      s = InflateStatus::truncated;
+      break;
+    }
+    const std::uint32_t header = br.peek(3);
+    br.drop(3);
+    const bool final_block = (header & 1u) != 0;
+    const std::uint32_t type = header >> 1;
+    if (type == 0) {
+      br.align_and_unload();
+      if (in_size - br.pos < 4) {
+        s = InflateStatus::truncated;
+        break;
+      }
+      const std::uint32_t len = in[br.pos] | (static_cast<std::uint32_t>(in[br.pos + 1]) << 8);
+      const std::uint32_t nlen = in[br.pos + 2] | (static_cast<std::uint32_t>(in[br.pos + 3]) << 8);
+      if ((len ^ 0xffffu) != nlen) {
+        s = InflateStatus::stored_length_mismatch;
+        break;
+      }
+      br.pos += 4;
+      if (in_size - br.pos < len) {
+        s = InflateStatus::truncated;
+        break;
+      }
+      if (len > capacity - at) {
+        s = InflateStatus::output_overflow;
+        break;
+      }
+      for (std::uint32_t i = 0; i < len; ++i) out[at + i] = in[br.pos + i];
+      at += len;
+      br.pos += len;
+    } else if (type == 3) {
+      s = InflateStatus::reserved_block_type;
+      break;
+    } else {
+      if (type == 1) {
+        detail::build_fixed(t);
+      } else {
+        s = detail::read_dynamic(br, t);
+        if (s != InflateStatus::ok) break;
+      }
+      s = detail::inflate_codes(br, t, out, capacity, at);
+      if (s != InflateStatus::ok) break;
+    }
+    if (final_block) {
+      r.end = InflateEnd::final_block;
+      break;
+    }
+  }
+  r.status = s;
+  r.out_size = at;
+  r.in_used = br.bytes_used();
+  return r;
+}
+
+}  // namespace tandem::gpu::inflate

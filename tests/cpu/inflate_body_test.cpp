@@ -1,0 +1,494 @@
+// The inflate body (gpu/inflate_body.hpp) and its Huffman tables
+// (gpu/huffman_decode.hpp) on the CPU:
+// - raw deflate from zlib (levels 0-9, every strategy) and libdeflate
+//   (levels 1-12) of random, constant, text-like, mixed and Silesia data,
+//   sizes 0 and up, inflates to the data and stops on the final block;
+// - tandem's indexed streams (zlib, a full flush per chunk, then 03 00) at
+//   several chunk sizes: each chunk inflates alone to its bytes and stops at
+//   its input's end; the whole stream inflates to the data;
+// - the Huffman builder's verdicts on complete, over-subscribed, incomplete,
+//   single-code and empty sets, and its decode against the canonical codes;
+// - hand-built malformed streams, one per error class, each with its exact
+//   status, and valid edge cases (a single-code distance set, an empty one,
+//   bytes after the final block, a stored block at the output's capacity);
+// - cut and corrupted streams never read or write out of bounds, and agree
+//   with zlib whenever zlib inflates them.
+#include <algorithm>
+#include <cstring>
+#include <functional>
+#include <memory>
+#include <random>
+#include <vector>
+
+#include "cpu/inflate_test_streams.hpp"
+#include "gpu/huffman_decode.hpp"
+#include "gpu/inflate_body.hpp"
+#include "support/test_support.hpp"
+
+namespace tandem {
+namespace {
+
+using gpu::inflate::CodeKind;
+using gpu::inflate::HuffmanStatus;
+using gpu::inflate::InflateEnd;
+using gpu::inflate::InflateResult;
+using gpu::inflate::InflateStatus;
+using gpu::inflate::InflateTables;
+using test::Bytes;
+namespace is = test::inflate_streams;
+
+constexpr std::size_t kGuard = 64;
+
+struct Inflated {
+  InflateResult result;
+  Bytes out;
+};
+
+// Inflates `in` from an allocation of exactly its size into `capacity` bytes
+// followed by guard bytes that must survive.
+Inflated inflate(const Bytes& in, std::size_t capacity) {
+  std::unique_ptr<std::uint8_t[]> src(new std::uint8_t[in.size() + 1]);
+  if (!in.empty()) std::memcpy(src.get(), in.data(), in.size());
+  Bytes out(capacity + kGuard, 0xA5);
+  auto tables = std::make_unique<InflateTables>();
+  Inflated r;
+  r.result = gpu::inflate::inflate_stream(src.get(), in.size(), out.data(), capacity, *tables);
+  EXPECT_TRUE(std::all_of(out.begin() + static_cast<std::ptrdiff_t>(capacity), out.end(),
+                          [](std::uint8_t b) { return b == 0xA5; }))
+      << "write past the output capacity";
+  EXPECT_LE(r.result.out_size, capacity);
+  EXPECT_LE(r.result.in_used, in.size());
+  out.resize(r.result.out_size);
+  r.out = std::move(out);
+  return r;
+}
+
+void expect_whole(const Bytes& stream, const Bytes& data) {
+  const Inflated r = inflate(stream, data.size());
+  ASSERT_EQ(r.result.status, InflateStatus::ok) << inflate_status_name(r.result.status);
+  EXPECT_EQ(r.result.end, InflateEnd::final_block);
+  EXPECT_EQ(r.result.in_used, stream.size());
+  EXPECT_TRUE(r.out == data);
+}
+
+std::vector<Bytes> sample_data() {
+  std::vector<Bytes> v;
+  for (std::size_t n : {0, 1, 2, 3, 100, 4096, 65535, 65536, 65537, 300000}) {
+    v.push_back(test::random_bytes(n, n + 1));
+    v.push_back(test::constant_bytes(n, 'x'));
+    v.push_back(test::text_like_bytes(n, n + 2));
+    v.push_back(test::mixed_bytes(n, n + 3));
+  }
+  return v;
+}
+
+TEST(InflateBody, ZlibStreamsAllLevelsAndStrategies) {
+  const std::vector<Bytes> data = sample_data();
+  for (int level : {0, 1, 6, 9}) {
+    for (int strategy : {Z_DEFAULT_STRATEGY, Z_FILTERED, Z_HUFFMAN_ONLY, Z_RLE, Z_FIXED}) {
+      for (const Bytes& d : data) {
+        SCOPED_TRACE(::testing::Message() << "level " << level << " strategy " << strategy << " size " << d.size());
+        expect_whole(is::zlib_raw(d, level, strategy), d);
+      }
+    }
+  }
+}
+
+TEST(InflateBody, LibdeflateStreamsAllLevels) {
+  const std::vector<Bytes> data = sample_data();
+  for (int level : {1, 3, 6, 9, 12}) {
+    for (const Bytes& d : data) {
+      SCOPED_TRACE(::testing::Message() << "level " << level << " size " << d.size());
+      expect_whole(is::libdeflate_raw(d, level), d);
+    }
+  }
+}
+
+TEST(InflateBody, SilesiaFiles) {
+  const auto dir = test::silesia_dir();
+  if (dir.empty()) GTEST_SKIP() << "Silesia corpus not available";
+  for (const std::string& name : test::silesia_names()) {
+    SCOPED_TRACE(name);
+    Bytes data = test::read_file(dir / name);
+    data.resize(std::min<std::size_t>(data.size(), 2u << 20));
+    expect_whole(is::libdeflate_raw(data, 6), data);
+    expect_whole(is::zlib_raw(data, 1), data);
+    const is::Chunked c = is::zlib_chunked(data, 64 * 1024, 6);
+    expect_whole(c.stream, data);
+  }
+}
+
+TEST(InflateBody, ChunkedStreamsInflateChunkByChunk) {
+  const Bytes text = test::text_like_bytes(700000, 7);
+  const Bytes mixed = test::mixed_bytes(300001, 8);
+  const Bytes noise = test::random_bytes(200000, 9);
+  for (const Bytes* d : {&text, &mixed, &noise}) {
+    for (std::size_t chunk : {std::size_t{4096}, std::size_t{16384}, std::size_t{65536}, std::size_t{131072}}) {
+      for (int level : {1, 6, 9}) {
+        SCOPED_TRACE(::testing::Message() << "size " << d->size() << " chunk " << chunk << " level " << level);
+        const is::Chunked c = is::zlib_chunked(*d, chunk, level);
+        expect_whole(c.stream, *d);
+        for (std::size_t i = 0; i < c.offsets.size(); ++i) {
+          const Bytes part(c.stream.begin() + static_cast<std::ptrdiff_t>(c.offsets[i]),
+                           c.stream.begin() + static_cast<std::ptrdiff_t>(c.offsets[i] + c.compressed_sizes[i]));
+          const std::size_t n = std::min(chunk, d->size() - i * chunk);
+          const Inflated r = inflate(part, chunk);
+          ASSERT_EQ(r.result.status, InflateStatus::ok) << "chunk " << i;
+          EXPECT_EQ(r.result.end, InflateEnd::input_end);
+          EXPECT_EQ(r.result.in_used, part.size());
+          ASSERT_EQ(r.out.size(), n);
+          EXPECT_TRUE(std::equal(r.out.begin(), r.out.end(), d->begin() + static_cast<std::ptrdiff_t>(i * chunk)));
+        }
+      }
+    }
+  }
+}
+
+TEST(InflateBody, EmptyInputAndTheFinalTail) {
+  Inflated r = inflate({}, 0);
+  EXPECT_EQ(r.result.status, InflateStatus::ok);
+  EXPECT_EQ(r.result.end, InflateEnd::input_end);
+  EXPECT_EQ(r.result.out_size, 0u);
+  r = inflate({0x03, 0x00}, 0);
+  EXPECT_EQ(r.result.status, InflateStatus::ok);
+  EXPECT_EQ(r.result.end, InflateEnd::final_block);
+  EXPECT_EQ(r.result.in_used, 2u);
+  // The empty stored block a flush writes, alone.
+  r = inflate({0x00, 0x00, 0x00, 0xff, 0xff}, 0);
+  EXPECT_EQ(r.result.status, InflateStatus::ok);
+  EXPECT_EQ(r.result.end, InflateEnd::input_end);
+  EXPECT_EQ(r.result.in_used, 5u);
+}
+
+TEST(InflateBody, BytesAfterTheFinalBlockAreNotRead) {
+  const Bytes d = test::text_like_bytes(5000, 3);
+  Bytes s = is::zlib_raw(d, 6);
+  const std::size_t n = s.size();
+  s.insert(s.end(), {1, 2, 3, 4, 5});
+  const Inflated r = inflate(s, d.size());
+  EXPECT_EQ(r.result.status, InflateStatus::ok);
+  EXPECT_EQ(r.result.end, InflateEnd::final_block);
+  EXPECT_EQ(r.result.in_used, n);
+  EXPECT_TRUE(r.out == d);
+}
+
+// ---------------------------------------------------------------- tables ----
+
+TEST(HuffmanDecode, BuilderVerdicts) {
+  gpu::inflate::LitLenTable t;
+  auto build = [&](std::vector<std::uint8_t> l, CodeKind k) { return t.build(l.data(), static_cast<int>(l.size()), k); };
+  EXPECT_EQ(build({1, 1}, CodeKind::precode), HuffmanStatus::ok);
+  EXPECT_EQ(build({1, 2, 2}, CodeKind::precode), HuffmanStatus::ok);
+  EXPECT_EQ(build({1, 1, 1}, CodeKind::litlen), HuffmanStatus::oversubscribed);
+  EXPECT_EQ(build({1, 2}, CodeKind::litlen), HuffmanStatus::incomplete);
+  EXPECT_EQ(build({2, 2, 2}, CodeKind::distance), HuffmanStatus::incomplete);
+  EXPECT_EQ(build({0, 1, 0}, CodeKind::precode), HuffmanStatus::incomplete);
+  EXPECT_EQ(build({0, 1, 0}, CodeKind::litlen), HuffmanStatus::ok);
+  EXPECT_EQ(build({0, 1, 0}, CodeKind::distance), HuffmanStatus::ok);
+  EXPECT_EQ(build({0, 2, 0}, CodeKind::distance), HuffmanStatus::incomplete);
+  EXPECT_EQ(build({0, 0, 0}, CodeKind::distance), HuffmanStatus::ok);
+  EXPECT_EQ(build({0, 0, 0}, CodeKind::litlen), HuffmanStatus::empty);
+  EXPECT_EQ(build({0, 0, 0}, CodeKind::precode), HuffmanStatus::empty);
+  EXPECT_EQ(build({16, 1}, CodeKind::litlen), HuffmanStatus::length_too_long);
+  // 15-bit codes: 1 of each length 1..14, then two of 15.
+  std::vector<std::uint8_t> deep;
+  for (int l = 1; l <= 15; ++l) deep.push_back(static_cast<std::uint8_t>(l));
+  deep.push_back(15);
+  EXPECT_EQ(build(deep, CodeKind::litlen), HuffmanStatus::ok);
+  deep.push_back(15);
+  EXPECT_EQ(build(deep, CodeKind::litlen), HuffmanStatus::oversubscribed);
+}
+
+// Every code of random complete sets decodes to its symbol and length, with
+// any bits after it.
+TEST(HuffmanDecode, DecodesEveryCanonicalCode) {
+  std::mt19937_64 rng(11);
+  int built = 0;
+  for (int round = 0; round < 400; ++round) {
+    // Random complete set: split codes starting from two of length 1.
+    std::vector<int> lens = {1, 1};
+    const int target = 2 + static_cast<int>(rng() % 286);
+    while (static_cast<int>(lens.size()) < target) {
+      const std::size_t i = rng() % lens.size();
+      if (lens[i] >= 15) {
+        bool any = false;
+        for (int l : lens) any = any || l < 15;
+        if (!any) break;
+        continue;
+      }
+      ++lens[i];
+      lens.push_back(lens[i]);
+    }
+    std::shuffle(lens.begin(), lens.end(), rng);
+    std::vector<std::uint8_t> l8(lens.begin(), lens.end());
+    gpu::inflate::LitLenTable t;
+    ASSERT_EQ(t.build(l8.data(), static_cast<int>(l8.size()), CodeKind::litlen), HuffmanStatus::ok);
+    ++built;
+    const std::vector<std::uint32_t> codes = is::canonical_codes(lens);
+    for (std::size_t s = 0; s < lens.size(); ++s) {
+      const std::uint32_t rev = gpu::inflate::reverse_bits(codes[s], lens[s]);
+      const std::uint32_t bits = rev | (static_cast<std::uint32_t>(rng()) << lens[s]);
+      const gpu::inflate::Decoded d = t.decode(bits & 0x7fff);
+      ASSERT_EQ(d.symbol, s);
+      ASSERT_EQ(d.length, static_cast<std::uint32_t>(lens[s]));
+    }
+  }
+  EXPECT_EQ(built, 400);
+}
+
+// -------------------------------------------------------------- malformed ----
+
+using is::BitWriter;
+
+InflateStatus status_of(const Bytes& s, std::size_t capacity = 1000) { return inflate(s, capacity).result.status; }
+
+TEST(InflateMalformed, ReservedBlockType) {
+  EXPECT_EQ(status_of({0x07, 0x00}), InflateStatus::reserved_block_type);
+  EXPECT_EQ(status_of({0x06, 0x00}), InflateStatus::reserved_block_type);
+}
+
+TEST(InflateMalformed, StoredBlocks) {
+  EXPECT_EQ(status_of({0x01, 0x05, 0x00, 0xfa, 0xfe, 'a', 'b', 'c', 'd', 'e'}), InflateStatus::stored_length_mismatch);
+  EXPECT_EQ(status_of({0x01, 0x05, 0x00, 0xfa, 0xff, 'a', 'b', 'c'}), InflateStatus::truncated);
+  EXPECT_EQ(status_of({0x01, 0x05, 0x00, 0xfa}), InflateStatus::truncated);
+  const Bytes ok = {0x01, 0x05, 0x00, 0xfa, 0xff, 'a', 'b', 'c', 'd', 'e'};
+  EXPECT_EQ(status_of(ok, 5), InflateStatus::ok);
+  EXPECT_EQ(status_of(ok, 4), InflateStatus::output_overflow);
+}
+
+TEST(InflateMalformed, TooManyCodes) {
+  BitWriter w;
+  is::put_dynamic_header(w, true, 287, 1, is::full_precode_lengths(), {});
+  EXPECT_EQ(status_of(w.bytes()), InflateStatus::too_many_codes);
+  BitWriter w2;
+  is::put_dynamic_header(w2, true, 257, 31, is::full_precode_lengths(), {});
+  EXPECT_EQ(status_of(w2.bytes()), InflateStatus::too_many_codes);
+}
+
+TEST(InflateMalformed, BadPrecode) {
+  std::vector<int> over(19, 0);
+  over[16] = over[17] = over[18] = 1;
+  BitWriter w;
+  is::put_dynamic_header(w, true, 257, 1, over, {}, 4);
+  EXPECT_EQ(status_of(w.bytes()), InflateStatus::bad_precode);
+  std::vector<int> single(19, 0);
+  single[0] = 1;
+  BitWriter w2;
+  is::put_dynamic_header(w2, true, 257, 1, single, {}, 4);
+  EXPECT_EQ(status_of(w2.bytes()), InflateStatus::bad_precode);
+  BitWriter w3;
+  is::put_dynamic_header(w3, true, 257, 1, std::vector<int>(19, 0), {});
+  EXPECT_EQ(status_of(w3.bytes()), InflateStatus::bad_precode);
+}
+
+TEST(InflateMalformed, RepeatCodes) {
+  // A repeat of the previous length with none before it.
+  BitWriter w;
+  is::put_dynamic_header(w, true, 257, 1, is::full_precode_lengths(), {{16, 0}});
+  EXPECT_EQ(status_of(w.bytes()), InflateStatus::bad_code_lengths);
+  // 138 + 138 zeros overrun 257 + 1 lengths.
+  BitWriter w2;
+  is::put_dynamic_header(w2, true, 257, 1, is::full_precode_lengths(), {{18, 127}, {18, 127}});
+  EXPECT_EQ(status_of(w2.bytes()), InflateStatus::bad_code_lengths);
+  // A repeat of 6 when 2 lengths are left.
+  std::vector<is::LengthOp> ops(256, is::LengthOp{8, 0});
+  ops.push_back({16, 3});
+  BitWriter w3;
+  is::put_dynamic_header(w3, true, 257, 1, is::full_precode_lengths(), ops);
+  EXPECT_EQ(status_of(w3.bytes()), InflateStatus::bad_code_lengths);
+  // 3 zeros (17) when 2 are left.
+  std::vector<is::LengthOp> ops4(256, is::LengthOp{8, 0});
+  ops4.push_back({17, 0});
+  BitWriter w4;
+  is::put_dynamic_header(w4, true, 257, 1, is::full_precode_lengths(), ops4);
+  EXPECT_EQ(status_of(w4.bytes()), InflateStatus::bad_code_lengths);
+}
+
+// Literal/length lengths: 256 literals of 8 bits would fill the code; with
+// EOB the set must shrink one literal. `lit` gives them, then the distance
+// lengths.
+Bytes dynamic_block(const std::vector<int>& litlen, const std::vector<int>& dist, bool final_block,
+                    const std::function<void(BitWriter&, const std::vector<std::uint32_t>&,
+                                             const std::vector<std::uint32_t>&)>& body) {
+  BitWriter w;
+  std::vector<int> all = litlen;
+  all.insert(all.end(), dist.begin(), dist.end());
+  is::put_dynamic_header(w, final_block, static_cast<int>(litlen.size()), static_cast<int>(dist.size()),
+                         is::full_precode_lengths(), is::plain_ops(all));
+  body(w, is::canonical_codes(litlen), is::canonical_codes(dist));
+  return w.bytes();
+}
+
+TEST(InflateMalformed, LiteralLengthCode) {
+  // No end-of-block code.
+  std::vector<int> noeob(257, 8);
+  noeob[256] = 0;
+  EXPECT_EQ(status_of(dynamic_block(noeob, {1, 1}, true, [](auto&, auto&, auto&) {})),
+            InflateStatus::bad_litlen_code);
+  // Over-subscribed: 257 codes of 8 bits.
+  EXPECT_EQ(status_of(dynamic_block(std::vector<int>(257, 8), {1, 1}, true, [](auto&, auto&, auto&) {})),
+            InflateStatus::bad_litlen_code);
+  // Incomplete: 256 of 9 bits and EOB of 9 bits.
+  EXPECT_EQ(status_of(dynamic_block(std::vector<int>(257, 9), {1, 1}, true, [](auto&, auto&, auto&) {})),
+            InflateStatus::bad_litlen_code);
+}
+
+// 254 literals of 8 bits, literals 254, 255, EOB and length 257 of 9 bits:
+// 254/256 + 4/512 = 1.
+std::vector<int> litlen_258() {
+  std::vector<int> l(258, 8);
+  l[254] = l[255] = l[256] = l[257] = 9;
+  return l;
+}
+
+TEST(InflateMalformed, DistanceCode) {
+  EXPECT_EQ(status_of(dynamic_block(litlen_258(), {1, 1, 1}, true, [](auto&, auto&, auto&) {})),
+            InflateStatus::bad_distance_code);
+  EXPECT_EQ(status_of(dynamic_block(litlen_258(), {2, 2, 2}, true, [](auto&, auto&, auto&) {})),
+            InflateStatus::bad_distance_code);
+}
+
+TEST(InflateValid, SingleAndEmptyDistanceCodes) {
+  const std::vector<int> ll = litlen_258();
+  // 'a', 'b', then a match of 3 at distance 1 (the single distance code,
+  // symbol 0 of 1 bit: code 0), then EOB.
+  auto body = [&](BitWriter& w, const std::vector<std::uint32_t>& lc, const std::vector<std::uint32_t>& dc) {
+    w.put_code(lc['a'], ll['a']);
+    w.put_code(lc['b'], ll['b']);
+    w.put_code(lc[257], ll[257]);
+    w.put_code(dc[0], 1);
+    w.put_code(lc[256], ll[256]);
+  };
+  Inflated r = inflate(dynamic_block(ll, {1}, true, body), 100);
+  ASSERT_EQ(r.result.status, InflateStatus::ok);
+  EXPECT_EQ(r.out, (Bytes{'a', 'b', 'b', 'b', 'b'}));
+  // The unused code of the one-code distance set.
+  auto unused = [&](BitWriter& w, const std::vector<std::uint32_t>& lc, const std::vector<std::uint32_t>&) {
+    w.put_code(lc['a'], ll['a']);
+    w.put_code(lc[257], ll[257]);
+    w.put_code(1, 1);
+    w.put_code(lc[256], ll[256]);
+  };
+  EXPECT_EQ(status_of(dynamic_block(ll, {1}, true, unused)), InflateStatus::invalid_symbol);
+  // An empty distance set (one zero length): literals only.
+  auto lits = [&](BitWriter& w, const std::vector<std::uint32_t>& lc, const std::vector<std::uint32_t>&) {
+    w.put_code(lc['z'], ll['z']);
+    w.put_code(lc[256], ll[256]);
+  };
+  r = inflate(dynamic_block(ll, {0}, true, lits), 100);
+  ASSERT_EQ(r.result.status, InflateStatus::ok);
+  EXPECT_EQ(r.out, (Bytes{'z'}));
+  // ... and a length code with it: no distance can be decoded.
+  EXPECT_EQ(status_of(dynamic_block(ll, {0}, true, unused)), InflateStatus::invalid_symbol);
+  // zlib agrees on the valid ones.
+  EXPECT_EQ(is::zlib_inflate(dynamic_block(ll, {1}, true, body), 100), (Bytes{'a', 'b', 'b', 'b', 'b'}));
+  EXPECT_EQ(is::zlib_inflate(dynamic_block(ll, {0}, true, lits), 100), (Bytes{'z'}));
+}
+
+TEST(InflateMalformed, FixedCodeSymbolsAndDistances) {
+  // Literal/length symbol 286.
+  BitWriter w;
+  w.put(1, 1);
+  w.put(1, 2);
+  is::put_fixed_litlen(w, 286);
+  is::put_fixed_litlen(w, 256);
+  EXPECT_EQ(status_of(w.bytes()), InflateStatus::invalid_symbol);
+  // Distance symbol 30 after 'a' and a length of 3.
+  BitWriter w2;
+  w2.put(1, 1);
+  w2.put(1, 2);
+  is::put_fixed_litlen(w2, 'a');
+  is::put_fixed_litlen(w2, 257);
+  w2.put_code(30, 5);
+  is::put_fixed_litlen(w2, 256);
+  EXPECT_EQ(status_of(w2.bytes()), InflateStatus::invalid_symbol);
+  // Distance 2 after one byte.
+  BitWriter w3;
+  w3.put(1, 1);
+  w3.put(1, 2);
+  is::put_fixed_litlen(w3, 'a');
+  is::put_fixed_litlen(w3, 257);
+  w3.put_code(1, 5);
+  is::put_fixed_litlen(w3, 256);
+  EXPECT_EQ(status_of(w3.bytes()), InflateStatus::distance_too_far);
+  // Distance 1 after one byte: fine; with capacity 3 the match of 3 overflows.
+  BitWriter w4;
+  w4.put(1, 1);
+  w4.put(1, 2);
+  is::put_fixed_litlen(w4, 'a');
+  is::put_fixed_litlen(w4, 257);
+  w4.put_code(0, 5);
+  is::put_fixed_litlen(w4, 256);
+  EXPECT_EQ(inflate(w4.bytes(), 4).out, (Bytes{'a', 'a', 'a', 'a'}));
+  EXPECT_EQ(status_of(w4.bytes(), 3), InflateStatus::output_overflow);
+  // A literal past the capacity.
+  EXPECT_EQ(status_of(w4.bytes(), 0), InflateStatus::output_overflow);
+}
+
+TEST(InflateMalformed, InvalidItem) {
+  Bytes out(4);
+  InflateTables t;
+  EXPECT_EQ(gpu::inflate::inflate_stream(nullptr, 3, out.data(), 4, t).status, InflateStatus::invalid_item);
+  const Bytes in = {0x03, 0x00};
+  EXPECT_EQ(gpu::inflate::inflate_stream(in.data(), 2, nullptr, 4, t).status, InflateStatus::invalid_item);
+}
+
+TEST(InflateMalformed, EveryCutOfAStreamIsTruncatedOrABoundary) {
+  const Bytes d = test::text_like_bytes(3000, 5);
+  const Bytes s = is::zlib_raw(d, 6);
+  for (std::size_t n = 1; n < s.size(); ++n) {
+    const Bytes cut(s.begin(), s.begin() + static_cast<std::ptrdiff_t>(n));
+    const Inflated r = inflate(cut, d.size());
+    EXPECT_EQ(r.result.status, InflateStatus::truncated) << "cut at " << n;
+    EXPECT_TRUE(std::equal(r.out.begin(), r.out.end(), d.begin())) << "cut at " << n;
+  }
+  // A chunked stream cut at a chunk's end stops there, ok.
+  const Bytes big = test::text_like_bytes(50000, 6);
+  const is::Chunked c = is::zlib_chunked(big, 16384, 6);
+  const Bytes first(c.stream.begin(), c.stream.begin() + static_cast<std::ptrdiff_t>(c.compressed_sizes[0]));
+  const Inflated r = inflate(first, 16384);
+  EXPECT_EQ(r.result.status, InflateStatus::ok);
+  EXPECT_EQ(r.result.end, InflateEnd::input_end);
+  EXPECT_EQ(r.out.size(), 16384u);
+}
+
+// Random edits of valid streams: the body stays in bounds, and whenever zlib
+// inflates an edited stream to its end, the body gives the same bytes.
+TEST(InflateMalformed, CorruptionsAgreeWithZlib) {
+  std::mt19937_64 rng(21);
+  const Bytes d = test::mixed_bytes(20000, 4);
+  const std::vector<Bytes> streams = {is::zlib_raw(d, 1), is::zlib_raw(d, 9), is::zlib_raw(d, 6, Z_FIXED),
+                                      is::libdeflate_raw(d, 12)};
+  int agreed = 0;
+  for (int round = 0; round < 3000; ++round) {
+    Bytes s = streams[round % streams.size()];
+    const int edits = 1 + static_cast<int>(rng() % 4);
+    for (int e = 0; e < edits; ++e) s[rng() % s.size()] ^= static_cast<std::uint8_t>(1 + rng() % 255);
+    if (rng() % 4 == 0) s.resize(rng() % s.size());
+    const std::size_t cap = d.size() + 1000;
+    const Inflated r = inflate(s, cap);
+    z_stream z{};
+    ASSERT_EQ(inflateInit2(&z, -15), Z_OK);
+    Bytes zout(cap);
+    z.next_in = s.data();
+    z.avail_in = static_cast<uInt>(s.size());
+    z.next_out = zout.data();
+    z.avail_out = static_cast<uInt>(zout.size());
+    const int rc = ::inflate(&z, Z_FINISH);
+    zout.resize(z.total_out);
+    inflateEnd(&z);
+    if (rc == Z_STREAM_END) {
+      ASSERT_EQ(r.result.status, InflateStatus::ok) << "round " << round << ": "
+                                                    << inflate_status_name(r.result.status);
+      ASSERT_EQ(r.result.end, InflateEnd::final_block);
+      ASSERT_TRUE(r.out == zout) << "round " << round;
+      ++agreed;
+    } else if (r.result.status == InflateStatus::ok && r.result.end == InflateEnd::final_block) {
+      ADD_FAILURE() << "round " << round << ": the body accepts a stream zlib refuses (zlib " << rc << ")";
+    }
+  }
+  EXPECT_GT(agreed, 0);
+}
+
+}  // namespace
+}  // namespace tandem
