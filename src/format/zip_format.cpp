@@ -8,11 +8,20 @@
 
 #include <algorithm>
 #include <cstring>
+#include <iterator>
 #include <memory>
+
+#include "common/thread_pool.hpp"
+#include "cpu/deflate_cpu.hpp"
+#include "format/deflate_index.hpp"
 
 namespace tandem::zip {
 
 namespace {
+
+using format::DeflateIndex;
+using format::kDeflateEnd;
+using format::write_deflate_index;
 
 constexpr std::uint32_t kLocalSig = 0x04034b50;
 constexpr std::uint32_t kCentralSig = 0x02014b50;
@@ -29,6 +38,11 @@ constexpr std::uint16_t kEncrypted = 1u << 0;
 constexpr std::uint16_t kUtf8 = 1u << 11;
 constexpr std::uint16_t kMadeByUnix = (3u << 8) | 45;  // Unix, APPNOTE 4.5
 constexpr std::uint16_t kNeed20 = 20, kNeed45 = 45;    // deflate / ZIP64
+// Deflated entries: chunks of 64 KiB, as tandem's gzip writes them.
+constexpr std::uint32_t kChunkLog2 = 16;
+// An extra field's payload beside the ZIP64 field, within the 16-bit length
+// of a header's extra area.
+constexpr std::size_t kMaxIndexField = 0xFFFF - 4 - 28 - 4;
 
 std::uint16_t le16(const std::uint8_t* p) { return static_cast<std::uint16_t>(p[0] | (p[1] << 8)); }
 std::uint32_t le32(const std::uint8_t* p) {
@@ -276,14 +290,33 @@ bool safe_relative_path(std::string_view name, std::string* clean) {
 Status Writer::add_file(std::string_view name, std::span<const std::uint8_t> data, std::uint32_t unix_mode) {
   const std::uint32_t crc = crc32(data);
   if (options_.level > 0 && !data.empty()) {
-    std::unique_ptr<libdeflate_compressor, decltype(&libdeflate_free_compressor)> c(
-        libdeflate_alloc_compressor(std::clamp(options_.level, 1, 12)), &libdeflate_free_compressor);
-    if (!c) return {StatusCode::out_of_memory, "libdeflate compressor"};
-    std::vector<std::uint8_t> packed(libdeflate_deflate_compress_bound(c.get(), data.size()));
-    const std::size_t n = libdeflate_deflate_compress(c.get(), data.data(), data.size(), packed.data(), packed.size());
-    if (n > 0 && n < data.size()) {
-      packed.resize(n);
-      return add_raw(name, kDeflate, packed, data.size(), crc, unix_mode);
+    // tandem's indexed deflate stream: chunks compressed in parallel, each
+    // inflating alone, their sizes in the entry's extra field so that a
+    // reader may inflate them in parallel too.
+    const std::size_t chunk = std::size_t{1} << kChunkLog2;
+    const std::size_t count = (data.size() + chunk - 1) / chunk;
+    std::vector<std::vector<std::uint8_t>> parts(count);
+    std::vector<Status> statuses(count);
+    detail::parallel_for(count, 0, [&](std::size_t i) {
+      const std::size_t n = std::min(chunk, data.size() - i * chunk);
+      statuses[i] = deflate_cpu::compress_chunk(data.data() + i * chunk, n, std::clamp(options_.level, 1, 12),
+                                                &parts[i]);
+    });
+    for (const Status& st : statuses)
+      if (!st) return st;
+    DeflateIndex index;
+    index.chunk_log2 = kChunkLog2;
+    std::vector<std::uint8_t> packed;
+    for (const auto& part : parts) {
+      index.compressed_sizes.push_back(part.size());
+      packed.insert(packed.end(), part.begin(), part.end());
+    }
+    packed.insert(packed.end(), std::begin(kDeflateEnd), std::end(kDeflateEnd));
+    if (packed.size() < data.size()) {
+      std::vector<std::uint8_t> field;
+      write_deflate_index(index, &field);
+      if (field.size() > kMaxIndexField) field.clear();  // too many chunks for one extra field: none
+      return add_raw(name, kDeflate, packed, data.size(), crc, unix_mode, field);
     }
   }
   return add_raw(name, kStored, data, data.size(), crc, unix_mode);
@@ -303,7 +336,7 @@ Status Writer::add_raw(std::string_view name, std::uint16_t method, std::span<co
     return {StatusCode::invalid_argument, "ZIP entry name is not a safe relative path"};
   }
   if (method != kStored && method != kDeflate) return {StatusCode::invalid_argument, "unknown ZIP method"};
-  if (tandem_index.size() > 0xFFFF - 4 - 28) return {StatusCode::invalid_argument, "chunk index too large"};
+  if (tandem_index.size() > kMaxIndexField) return {StatusCode::invalid_argument, "chunk index too large"};
   Written w;
   Entry& e = w.entry;
   e.name.assign(name);

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "format/deflate_index.hpp"
 #include "format/zip_format.hpp"
 #include "support/test_support.hpp"
 
@@ -60,6 +61,15 @@ TEST(ZipFormat, WrittenArchivesReadBack) {
         // Incompressible and empty data are stored, the rest deflated (level > 0).
         const bool deflated = level > 0 && files[i].name != "dir/random.bin" && !files[i].data.empty();
         EXPECT_EQ(e.method, deflated ? zip::kDeflate : zip::kStored) << e.name;
+        if (deflated) {
+          // tandem's index: the chunks' sizes and the two-byte end fill the entry.
+          tandem::format::DeflateIndex index;
+          ASSERT_TRUE(tandem::format::parse_deflate_index(e.tandem_index.data(), e.tandem_index.size(), &index).ok());
+          std::uint64_t sum = 2;
+          for (const std::uint64_t c : index.compressed_sizes) sum += c;
+          EXPECT_EQ(sum, e.compressed_size) << e.name;
+          EXPECT_EQ(index.compressed_sizes.size(), (e.size + 65535) / 65536) << e.name;
+        }
         Bytes out;
         ASSERT_TRUE(zip::extract(archive, e, &out).ok()) << e.name;
         EXPECT_EQ(out, files[i].data) << e.name;
@@ -163,7 +173,12 @@ TEST(ZipFormat, DamageGetsItsStatus) {
   EXPECT_PRED_FORMAT2(StatusIs, damaged([&](Bytes& a) { a[base.central + 10] = a[8] = 12; }),
                       StatusCode::unsupported);
   // The deflate data itself (inside a dynamic block's header: it no longer decodes).
-  EXPECT_PRED_FORMAT2(StatusIs, damaged([&](Bytes& a) { a[31] ^= 0xFF; a[32] ^= 0xFF; }), StatusCode::bad_data);
+  std::vector<zip::Entry> entries;
+  ASSERT_TRUE(zip::read_directory(base.archive, &entries).ok());
+  const std::size_t data_at = static_cast<std::size_t>(entries[0].data_offset);
+  EXPECT_FALSE(entries[0].tandem_index.empty());  // deflated in tandem's chunks
+  EXPECT_PRED_FORMAT2(StatusIs, damaged([&](Bytes& a) { a[data_at + 1] ^= 0xFF; a[data_at + 2] ^= 0xFF; }),
+                      StatusCode::bad_data);
   // A name with a NUL byte.
   EXPECT_PRED_FORMAT2(StatusIs, damaged([&](Bytes& a) { a[base.central + 46] = 0; }), StatusCode::bad_data);
 }
@@ -181,7 +196,8 @@ TEST(ZipFormat, OverlappingEntriesAreRefused) {
   ASSERT_TRUE(zip::read_directory(a, &entries).ok());
   const std::size_t end = a.size() - 22;
   const std::size_t central = a[end + 16] | (a[end + 17] << 8);
-  const std::size_t second = central + 46 + 1;  // after the first header and its one-byte name
+  // After the first header, its one-byte name and its extra field.
+  const std::size_t second = central + 46 + 1 + (a[central + 30] | (a[central + 31] << 8));
   // Point the second entry at the first's header, under the first's name.
   a[second + 42] = a[second + 43] = a[second + 44] = a[second + 45] = 0;
   a[second + 46] = 'f';
