@@ -1,0 +1,148 @@
+// Length-limited canonical Huffman codes for deflate's encoder (RFC 1951,
+// 3.2.2), written once for the host and the device: one thread builds one
+// code, in fixed arrays, with no allocation.
+//
+// build_code_lengths makes a Huffman tree from the symbols' frequencies (the
+// two-queue method over the used symbols sorted by frequency, ties broken by
+// symbol so the result is a function of the frequencies alone), clamps
+// lengths to the limit and then restores an exact Kraft sum: while the sum is
+// over 1, a leaf moves from the deepest level above the limit one level down;
+// while it is under 1, a leaf moves from the deepest level one level up. The
+// most frequent symbols get the shortest lengths. Every code it returns is
+// complete (Kraft sum exactly 1) and has at least two symbols, as zlib's
+// encoder does for the same reason: some inflaters reject a code of one
+// symbol, and a distance code that no match uses still needs one.
+//
+// canonical_codes assigns the codes of RFC 1951 3.2.2 and stores them bit
+// reversed, ready for a writer that fills bytes from their low bit.
+#pragma once
+
+#include <cstdint>
+
+#include "gpu/simt.hpp"
+
+namespace tandem::gpu::deflate_enc {
+
+// Deflate's largest alphabet: 288 literal/length symbols (286 are used).
+inline constexpr int kMaxSymbols = 288;
+inline constexpr int kMaxCodeLength = 15;    // literal/length and distance codes
+inline constexpr int kMaxCodeLengthCL = 7;   // the code-length code
+
+// Code lengths for the n <= kMaxSymbols symbols with frequencies freq[0, n),
+// each in [0, max_len] (max_len <= 15, 2^max_len >= n); len[s] = 0 for
+// unused symbols. At least two symbols get a length (unused ones join when
+// fewer than two are used), and sum over s of 2^-len[s] is exactly 1.
+TANDEM_HD void build_code_lengths(const std::uint32_t* freq, int n, int max_len, std::uint8_t* len) {
+  std::uint16_t sym[kMaxSymbols];
+  int m = 0;
+  for (int s = 0; s < n; ++s) {
+    len[s] = 0;
+    if (freq[s] != 0) sym[m++] = static_cast<std::uint16_t>(s);
+  }
+  if (m < 2) {
+    // One or no symbol in use: two codes of one bit, the used one and the
+    // lowest other.
+    const int a = m == 1 ? sym[0] : 0;
+    const int b = a == 0 ? 1 : 0;
+    len[a] = 1;
+    len[b] = 1;
+    return;
+  }
+  // Sort by (frequency, symbol), ascending: insertion sort (m <= 288).
+  for (int i = 1; i < m; ++i) {
+    const std::uint16_t s = sym[i];
+    int j = i;
+    while (j > 0 && (freq[sym[j - 1]] > freq[s] || (freq[sym[j - 1]] == freq[s] && sym[j - 1] > s))) {
+      sym[j] = sym[j - 1];
+      --j;
+    }
+    sym[j] = s;
+  }
+  // Two queues: leaves 0..m-1 in sorted order, internal nodes m..2m-2 in the
+  // order they are made (their weights never decrease). A tie prefers the leaf.
+  std::uint32_t weight[2 * kMaxSymbols];
+  std::uint16_t parent[2 * kMaxSymbols];
+  for (int i = 0; i < m; ++i) weight[i] = freq[sym[i]];
+  int leaf = 0;
+  int node = m;
+  for (int k = m; k < 2 * m - 1; ++k) {
+    int pick[2];
+    for (int t = 0; t < 2; ++t) {
+      if (leaf < m && (node >= k || weight[leaf] <= weight[node])) {
+        pick[t] = leaf++;
+      } else {
+        pick[t] = node++;
+      }
+    }
+    weight[k] = weight[pick[0]] + weight[pick[1]];
+    parent[pick[0]] = static_cast<std::uint16_t>(k);
+    parent[pick[1]] = static_cast<std::uint16_t>(k);
+  }
+  // Depths, from the root down (a parent's index is above its children's);
+  // weight[] is reused for them.
+  const int root = 2 * m - 2;
+  weight[root] = 0;
+  for (int k = root - 1; k >= 0; --k) weight[k] = weight[parent[k]] + 1;
+  // Leaves per length, clamped to max_len.
+  int count[kMaxCodeLength + 2] = {};
+  for (int i = 0; i < m; ++i) {
+    const std::uint32_t d = weight[i];
+    ++count[d > static_cast<std::uint32_t>(max_len) ? max_len : static_cast<int>(d)];
+  }
+  // Kraft sum in units of 2^-max_len.
+  const std::uint32_t target = 1u << max_len;
+  std::uint32_t kraft = 0;
+  for (int l = 1; l <= max_len; ++l) kraft += static_cast<std::uint32_t>(count[l]) << (max_len - l);
+  while (kraft > target) {
+    int l = max_len - 1;
+    while (l > 0 && count[l] == 0) --l;
+    if (l == 0) break;  // cannot happen: 2^max_len >= m
+    --count[l];
+    ++count[l + 1];
+    kraft -= 1u << (max_len - l - 1);
+  }
+  while (kraft < target) {
+    const std::uint32_t room = target - kraft;
+    int l = max_len;
+    while (l > 1 && (count[l] == 0 || (1u << (max_len - l)) > room)) --l;
+    if (l == 1) break;  // cannot happen: the deficit is a multiple of the deepest level's unit
+    --count[l];
+    ++count[l - 1];
+    kraft += 1u << (max_len - l);
+  }
+  // The least frequent symbols take the longest lengths.
+  int i = 0;
+  for (int l = max_len; l >= 1; --l) {
+    for (int c = 0; c < count[l]; ++c) len[sym[i++]] = static_cast<std::uint8_t>(l);
+  }
+}
+
+// Reverses the low n bits of v.
+TANDEM_HD std::uint32_t reverse_bits(std::uint32_t v, int n) {
+  std::uint32_t r = 0;
+  for (int i = 0; i < n; ++i) {
+    r = (r << 1) | (v & 1u);
+    v >>= 1;
+  }
+  return r;
+}
+
+// The canonical code of each symbol with a length (RFC 1951 3.2.2), bit
+// reversed; code[s] = 0 where len[s] = 0.
+TANDEM_HD void canonical_codes(const std::uint8_t* len, int n, std::uint16_t* code) {
+  std::uint32_t count[kMaxCodeLength + 1] = {};
+  for (int s = 0; s < n; ++s) ++count[len[s]];
+  count[0] = 0;
+  std::uint32_t next[kMaxCodeLength + 2] = {};
+  std::uint32_t c = 0;
+  for (int l = 1; l <= kMaxCodeLength; ++l) {
+    c = (c + count[l - 1]) << 1;
+    next[l] = c;
+  }
+  for (int s = 0; s < n; ++s) {
+    const int l = len[s];
+    code[s] = l ? static_cast<std::uint16_t>(reverse_bits(next[l]++, l)) : 0;
+  }
+}
+
+}  // namespace tandem::gpu::deflate_enc
