@@ -1,0 +1,328 @@
+// `tandem zip` and `tandem unzip` (see cli_zip.hpp).
+#include "cli/cli_zip.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <string_view>
+
+#include "cli/cli_args.hpp"
+#include "format/zip_format.hpp"
+
+namespace tandem::cli {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+bool read_all(const fs::path& p, std::vector<std::uint8_t>* data, std::string* error) {
+  std::ifstream in(p, std::ios::binary);
+  if (!in) {
+    *error = std::strerror(errno);
+    return false;
+  }
+  data->assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  if (in.bad()) {
+    *error = "read error";
+    return false;
+  }
+  return true;
+}
+
+// A name beside `target` that no one else uses.
+fs::path temp_beside(const fs::path& target) {
+  std::random_device rd;
+  char suffix[32];
+  std::snprintf(suffix, sizeof suffix, ".tandem-%08x.tmp", rd());
+  return target.parent_path() / (target.filename().string() + suffix);
+}
+
+// Writes data to a new temporary file beside `target`, then renames it over
+// target. With !replace, an existing target is an error (checked first, and
+// by the link that takes the place when replace is false).
+bool write_atomically(const fs::path& target, const std::uint8_t* data, std::size_t n, mode_t mode, bool replace,
+                      std::string* error) {
+  const fs::path tmp = temp_beside(target);
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (fd < 0) {
+    *error = std::string("cannot create a temporary file: ") + std::strerror(errno);
+    return false;
+  }
+  std::size_t done = 0;
+  while (done < n) {
+    const ssize_t w = ::write(fd, data + done, n - done);
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      *error = std::string("write: ") + std::strerror(errno);
+      ::close(fd);
+      ::unlink(tmp.c_str());
+      return false;
+    }
+    done += static_cast<std::size_t>(w);
+  }
+  (void)::fchmod(fd, mode);
+  if (::close(fd) != 0) {
+    *error = std::string("close: ") + std::strerror(errno);
+    ::unlink(tmp.c_str());
+    return false;
+  }
+  // Without replace: link() fails when the target exists, atomically. Where
+  // the file system has no hard links, a check and a rename.
+  int r = replace ? ::rename(tmp.c_str(), target.c_str()) : ::link(tmp.c_str(), target.c_str());
+  int saved = errno;
+  if (!replace && r != 0 && (saved == EPERM || saved == ENOTSUP || saved == EXDEV)) {
+    struct stat st {};
+    if (::lstat(target.c_str(), &st) == 0) {
+      saved = EEXIST;
+    } else {
+      r = ::rename(tmp.c_str(), target.c_str());
+      saved = errno;
+    }
+  }
+  if (!replace) ::unlink(tmp.c_str());
+  if (r != 0) {
+    if (replace) ::unlink(tmp.c_str());
+    *error = saved == EEXIST ? "exists (use -f to replace it)" : std::strerror(saved);
+    return false;
+  }
+  return true;
+}
+
+// The entry name of a path given on the command line: relative, '/'
+// separated, without "./" in front; false for a path with "..".
+bool entry_name(const fs::path& p, std::string* name) {
+  std::string s = p.generic_string();
+  while (!s.empty() && s.front() == '/') s.erase(0, 1);
+  while (s.rfind("./", 0) == 0) s.erase(0, 2);
+  return zip::safe_relative_path(s, name);
+}
+
+int run_zip(const ZipCommands& z) {
+  const fs::path archive(z.archive);
+  std::error_code ec;
+  if (fs::exists(fs::symlink_status(archive, ec)) && !z.force) {
+    std::fprintf(stderr, "tandem zip: %s: exists (use -f to replace it)\n", z.archive.c_str());
+    return 1;
+  }
+  zip::Writer::Options options;
+  options.level = z.level;
+  zip::Writer writer(options);
+  std::uint64_t files = 0, bytes = 0;
+  bool failed = false;
+  auto add_file = [&](const fs::path& p) {
+    std::string name, error;
+    if (fs::equivalent(p, archive, ec)) return;  // never the archive into itself
+    if (!entry_name(p, &name)) {
+      std::fprintf(stderr, "tandem zip: %s: not a name an archive may hold (\"..\"?); skipped\n", p.c_str());
+      failed = true;
+      return;
+    }
+    std::vector<std::uint8_t> data;
+    if (!read_all(p, &data, &error)) {
+      std::fprintf(stderr, "tandem zip: %s: %s\n", p.c_str(), error.c_str());
+      failed = true;
+      return;
+    }
+    struct stat st {};
+    const std::uint32_t mode = ::stat(p.c_str(), &st) == 0 ? (0100000 | (st.st_mode & 0777)) : 0100644;
+    if (Status s = writer.add_file(name, data, mode); !s) {
+      std::fprintf(stderr, "tandem zip: %s: %s\n", p.c_str(), s.to_string().c_str());
+      failed = true;
+      return;
+    }
+    ++files;
+    bytes += data.size();
+    if (!z.quiet) std::fprintf(stderr, "  adding: %s\n", name.c_str());
+  };
+  for (const std::string& in : z.inputs) {
+    const fs::path p(in);
+    if (fs::is_directory(p, ec)) {
+      std::string name;
+      if (entry_name(p, &name)) (void)writer.add_directory(name);
+      std::vector<fs::path> inside;
+      for (auto it = fs::recursive_directory_iterator(p, ec); !ec && it != fs::recursive_directory_iterator();
+           it.increment(ec)) {
+        inside.push_back(it->path());
+      }
+      if (ec) {
+        std::fprintf(stderr, "tandem zip: %s: %s\n", in.c_str(), ec.message().c_str());
+        failed = true;
+      }
+      std::sort(inside.begin(), inside.end());
+      for (const fs::path& q : inside) {
+        if (fs::is_directory(fs::symlink_status(q, ec))) {
+          if (entry_name(q, &name)) (void)writer.add_directory(name);
+        } else if (fs::is_regular_file(q, ec)) {
+          add_file(q);
+        }
+      }
+    } else if (fs::is_regular_file(p, ec)) {
+      add_file(p);
+    } else {
+      std::fprintf(stderr, "tandem zip: %s: no such file or directory\n", in.c_str());
+      failed = true;
+    }
+  }
+  if (Status s = writer.finish(); !s) {
+    std::fprintf(stderr, "tandem zip: %s\n", s.to_string().c_str());
+    return 1;
+  }
+  std::string error;
+  const auto& out = writer.bytes();
+  if (!write_atomically(archive, out.data(), out.size(), 0644, z.force, &error)) {
+    std::fprintf(stderr, "tandem zip: %s: %s\n", z.archive.c_str(), error.c_str());
+    return 1;
+  }
+  if (!z.quiet) {
+    std::fprintf(stderr, "tandem zip: %s: %llu files, %llu bytes -> %zu bytes\n", z.archive.c_str(),
+                 static_cast<unsigned long long>(files), static_cast<unsigned long long>(bytes), out.size());
+  }
+  return failed ? 1 : 0;
+}
+
+// Makes the directories of `rel` under `root`, refusing any component that
+// is a symbolic link or not a directory; *error says which.
+bool make_parents(const fs::path& root, const std::string& rel, bool last_is_dir, std::string* error) {
+  fs::path at = root;
+  std::string_view rest = rel;
+  for (;;) {
+    const std::size_t slash = rest.find('/');
+    if (slash == std::string_view::npos && !last_is_dir) return true;
+    const std::string part(rest.substr(0, slash));
+    at /= part;
+    struct stat st {};
+    if (::lstat(at.c_str(), &st) == 0) {
+      if (S_ISLNK(st.st_mode)) {
+        *error = at.string() + " is a symbolic link; not followed";
+        return false;
+      }
+      if (!S_ISDIR(st.st_mode)) {
+        *error = at.string() + " exists and is not a directory";
+        return false;
+      }
+    } else if (::mkdir(at.c_str(), 0755) != 0 && errno != EEXIST) {
+      *error = at.string() + ": " + std::strerror(errno);
+      return false;
+    }
+    if (slash == std::string_view::npos) return true;
+    rest.remove_prefix(slash + 1);
+  }
+}
+
+int run_unzip(const ZipCommands& z) {
+  std::vector<std::uint8_t> archive;
+  std::string error;
+  if (!read_all(z.archive, &archive, &error)) {
+    std::fprintf(stderr, "tandem unzip: %s: %s\n", z.archive.c_str(), error.c_str());
+    return 1;
+  }
+  std::uint64_t limit = 0;
+  if (!parse_size(z.max_output, &limit)) {
+    std::fprintf(stderr, "tandem unzip: --max-output %s: not a size\n", z.max_output.c_str());
+    return 2;
+  }
+  zip::ReadLimits limits;
+  limits.max_total_size = limit;
+  limits.max_entry_size = limit;
+  std::vector<zip::Entry> entries;
+  if (Status s = zip::read_directory(archive, &entries, limits); !s) {
+    std::fprintf(stderr, "tandem unzip: %s: %s\n", z.archive.c_str(), s.to_string().c_str());
+    return 1;
+  }
+  if (z.list) {
+    std::printf("%12s %12s %-7s %s\n", "size", "compressed", "method", "name");
+    for (const zip::Entry& e : entries) {
+      std::printf("%12llu %12llu %-7s %s\n", static_cast<unsigned long long>(e.size),
+                  static_cast<unsigned long long>(e.compressed_size),
+                  e.method == zip::kDeflate ? "deflate" : e.method == zip::kStored ? "stored" : "other",
+                  e.name.c_str());
+    }
+    return 0;
+  }
+  const fs::path root(z.dir);
+  std::error_code ec;
+  fs::create_directories(root, ec);
+  if (!fs::is_directory(root, ec)) {
+    std::fprintf(stderr, "tandem unzip: %s: not a directory\n", z.dir.c_str());
+    return 1;
+  }
+  bool failed = false;
+  std::uint64_t written = 0;
+  std::vector<std::uint8_t> data;
+  for (const zip::Entry& e : entries) {
+    auto refuse = [&](const std::string& why) {
+      std::fprintf(stderr, "tandem unzip: %s: %s\n", e.name.c_str(), why.c_str());
+      failed = true;
+    };
+    std::string rel;
+    if (!zip::safe_relative_path(e.name, &rel)) {
+      refuse("refused: the name would leave the directory");
+      continue;
+    }
+    if (e.is_symlink()) {
+      refuse("refused: symbolic links are not extracted");
+      continue;
+    }
+    if (!make_parents(root, rel, e.is_directory(), &error)) {
+      refuse("refused: " + error);
+      continue;
+    }
+    if (e.is_directory()) continue;
+    if (Status s = zip::extract(archive, e, &data, limit - std::min(limit, written)); !s) {
+      refuse(s.to_string());
+      continue;
+    }
+    const std::uint32_t unix_mode = e.unix_mode();
+    const mode_t mode = unix_mode ? static_cast<mode_t>(unix_mode & 0777) : 0644;
+    if (!write_atomically(root / rel, data.data(), data.size(), mode, z.force, &error)) {
+      refuse(error);
+      continue;
+    }
+    written += data.size();
+    if (!z.quiet) std::fprintf(stderr, "  inflating: %s\n", rel.c_str());
+  }
+  return failed ? 1 : 0;
+}
+
+}  // namespace
+
+void add_zip_commands(CLI::App& app, ZipCommands* z) {
+  z->zip = app.add_subcommand("zip", "Write FILES (directories recursively) into a new ZIP ARCHIVE");
+  z->zip->add_option("ARCHIVE", z->archive, "The archive to write")->required();
+  z->zip->add_option("FILES", z->inputs, "Files and directories")->required();
+  z->zip->add_option("-l,--level", z->level, "Deflate level, 0 (store) to 12 (default 6)")
+      ->check(CLI::Range(0, 12));
+  z->zip->add_flag("-f,--force", z->force, "Replace an existing ARCHIVE");
+  z->zip->add_flag("-q,--quiet", z->quiet, "Print nothing but errors");
+
+  z->unzip = app.add_subcommand("unzip", "Extract a ZIP ARCHIVE under a directory, never outside it");
+  z->unzip->add_option("ARCHIVE", z->archive, "The archive to read")->required();
+  z->unzip->add_option("-d,--dir", z->dir, "Extract under DIR (default: the current directory)");
+  z->unzip->add_option("--max-output", z->max_output, "Refuse archives that extract to more (default 64G)");
+  z->unzip->add_flag("-f,--force", z->force, "Replace existing files");
+  z->unzip->add_flag("-l,--list", z->list, "List the entries, extract nothing");
+  z->unzip->add_flag("-q,--quiet", z->quiet, "Print nothing but errors");
+}
+
+bool run_zip_commands(const ZipCommands& z, int* code) {
+  if (z.zip && z.zip->parsed()) {
+    *code = run_zip(z);
+    return true;
+  }
+  if (z.unzip && z.unzip->parsed()) {
+    *code = run_unzip(z);
+    return true;
+  }
+  return false;
+}
+
+}  // namespace tandem::cli
