@@ -137,21 +137,20 @@ struct BitReader {
   TANDEM_HD std::size_t bytes_used() const { return pos - (avail >> 3); }
 };
 
-// Length symbols 257..285: base lengths and extra bits; distance symbols 0..29.
+// Length symbols 257..285 (index i = symbol - 257) and distance symbols
+// 0..29: base values and extra bits of RFC 1951 3.2.5, computed (no tables,
+// which the device would keep in local memory).
+TANDEM_HD std::uint32_t length_extra(std::uint32_t i) { return (i < 8 || i == 28) ? 0u : (i - 4) / 4; }
 TANDEM_HD std::uint32_t length_base(std::uint32_t i) {
-  constexpr std::uint16_t kBase[29] = {3,  4,  5,  6,  7,  8,  9,  10, 11,  13,  15,  17,  19,  23, 27,
-                                       31, 35, 43, 51, 59, 67, 83, 99, 115, 131, 163, 195, 227, 258};
-  return kBase[i];
-}
-TANDEM_HD std::uint32_t length_extra(std::uint32_t i) {
-  return i < 8 ? 0u : (i == 28 ? 0u : (i - 4) / 4);
-}
-TANDEM_HD std::uint32_t distance_base(std::uint32_t i) {
-  constexpr std::uint16_t kBase[30] = {1,   2,   3,   4,   5,   7,    9,    13,   17,   25,   33,   49,   65,    97,    129,
-                                       193, 257, 385, 513, 769, 1025, 1537, 2049, 3073, 4097, 6145, 8193, 12289, 16385, 24577};
-  return kBase[i];
+  if (i < 8) return 3 + i;
+  if (i == 28) return 258;
+  return ((4u + (i & 3u)) << length_extra(i)) + 3u;
 }
 TANDEM_HD std::uint32_t distance_extra(std::uint32_t i) { return i < 4 ? 0u : (i - 2) / 2; }
+TANDEM_HD std::uint32_t distance_base(std::uint32_t i) {
+  if (i < 4) return 1 + i;
+  return ((2u + (i & 1u)) << distance_extra(i)) + 1u;
+}
 
 // The tables one inflate needs: about 3.5 KiB, on the caller's stack or in
 // shared memory.
@@ -159,6 +158,79 @@ struct InflateTables {
   LitLenTable litlen;
   DistanceTable distance;
   PrecodeTable precode;
+};
+
+// How the body writes its output. The body's parse is the same in every
+// form; a writer decides which threads write which bytes.
+//
+// ThreadWriter: one thread writes everything.
+struct ThreadWriter {
+  TANDEM_HD void sync() const {}
+  TANDEM_HD void literal(std::uint8_t* out, std::size_t at, std::uint8_t b) const { out[at] = b; }
+  // out[at + j] = out[at - distance + j] for j < length, as LZ77 means it
+  // (the source may overlap the bytes being written).
+  TANDEM_HD void match(std::uint8_t* out, std::size_t at, std::uint32_t distance, std::uint32_t length) const {
+    const std::uint8_t* src = out + (at - distance);
+    std::uint8_t* dst = out + at;
+    for (std::uint32_t i = 0; i < length; ++i) dst[i] = src[i];
+  }
+  TANDEM_HD void stored(std::uint8_t* dst, const std::uint8_t* src, std::uint32_t n) const {
+    for (std::uint32_t i = 0; i < n; ++i) dst[i] = src[i];
+  }
+};
+
+// WarpWriter: the 32 threads of a warp run the parse together (every lane
+// decodes the same symbols from the same tables, so the warp never
+// diverges) and share the writes: lane 0 writes literals, and lane k the
+// bytes k, k + 32, ... of each match and stored block. A match byte is taken
+// from the bytes before the match (out[at - distance + j % distance]), so no
+// lane reads what another writes in the same step; a warp barrier before each
+// match makes earlier writes visible. On the host (tests, the emulation) one
+// thread plays the 32 lanes in turn and writes the same bytes.
+struct WarpWriter {
+  static constexpr std::uint32_t kLanes = 32;
+  std::uint32_t lane = 0;  // on the device, this thread's lane
+
+  // Around a table build (each lane builds the tables in shared memory, all
+  // alike): no lane may still read the old tables, or read the new ones early.
+  TANDEM_HD void sync() const {
+#if defined(__CUDA_ARCH__)
+    __syncwarp();
+#endif
+  }
+
+  TANDEM_HD void literal(std::uint8_t* out, std::size_t at, std::uint8_t b) const {
+#if defined(__CUDA_ARCH__)
+    if (lane == 0) out[at] = b;
+#else
+    out[at] = b;
+#endif
+  }
+  TANDEM_HD static void match_lane(std::uint8_t* out, std::size_t at, std::uint32_t distance, std::uint32_t length,
+                                   std::uint32_t k) {
+    const std::uint8_t* src = out + (at - distance);
+    std::uint8_t* dst = out + at;
+    if (distance >= length) {
+      for (std::uint32_t j = k; j < length; j += kLanes) dst[j] = src[j];
+    } else {
+      for (std::uint32_t j = k; j < length; j += kLanes) dst[j] = src[j % distance];
+    }
+  }
+  TANDEM_HD void match(std::uint8_t* out, std::size_t at, std::uint32_t distance, std::uint32_t length) const {
+#if defined(__CUDA_ARCH__)
+    __syncwarp();
+    match_lane(out, at, distance, length, lane);
+#else
+    for (std::uint32_t k = 0; k < kLanes; ++k) match_lane(out, at, distance, length, k);
+#endif
+  }
+  TANDEM_HD void stored(std::uint8_t* dst, const std::uint8_t* src, std::uint32_t n) const {
+#if defined(__CUDA_ARCH__)
+    for (std::uint32_t j = lane; j < n; j += kLanes) dst[j] = src[j];
+#else
+    for (std::uint32_t j = 0; j < n; ++j) dst[j] = src[j];
+#endif
+  }
 };
 
 namespace detail {
@@ -235,8 +307,9 @@ TANDEM_HD InflateStatus read_dynamic(BitReader& br, InflateTables& t) {
 }
 
 // Decodes one Huffman-coded block's symbols until its end-of-block code.
+template <class Writer>
 TANDEM_HD InflateStatus inflate_codes(BitReader& br, const InflateTables& t, std::uint8_t* out, std::size_t capacity,
-                                      std::size_t& at) {
+                                      std::size_t& at, const Writer& w) {
   for (;;) {
     // A refill holds at least 56 bits unless the input ends: enough for a
     // length code (15) and its extra bits (5) and a distance code (15) and
@@ -248,7 +321,7 @@ TANDEM_HD InflateStatus inflate_codes(BitReader& br, const InflateTables& t, std
     br.drop(d.length);
     if (d.symbol < 256) {
       if (at >= capacity) return InflateStatus::output_overflow;
-      out[at++] = static_cast<std::uint8_t>(d.symbol);
+      w.literal(out, at++, static_cast<std::uint8_t>(d.symbol));
       continue;
     }
     if (d.symbol == 256) return InflateStatus::ok;
@@ -269,9 +342,7 @@ TANDEM_HD InflateStatus inflate_codes(BitReader& br, const InflateTables& t, std
     br.drop(dx);
     if (distance > at) return InflateStatus::distance_too_far;
     if (length > capacity - at) return InflateStatus::output_overflow;
-    const std::uint8_t* src = out + (at - distance);
-    std::uint8_t* dst = out + at;
-    for (std::uint32_t i = 0; i < length; ++i) dst[i] = src[i];
+    w.match(out, at, distance, length);
     at += length;
   }
 }
@@ -282,8 +353,9 @@ TANDEM_HD InflateStatus inflate_codes(BitReader& br, const InflateTables& t, std
 // storage. Stops after a final block, or, after a non-final block, when fewer
 // than 8 input bits remain (every deflate block needs at least 10 bits, so
 // those bits can only be a chunk's padding).
+template <class Writer>
 TANDEM_HD InflateResult inflate_stream(const std::uint8_t* in, std::size_t in_size, std::uint8_t* out,
-                                       std::size_t capacity, InflateTables& t) {
+                                       std::size_t capacity, InflateTables& t, const Writer& w) {
   InflateResult r;
   if ((in == nullptr && in_size != 0) || (out == nullptr && capacity != 0)) {
     r.status = InflateStatus::invalid_item;
@@ -327,20 +399,22 @@ TANDEM_HD InflateResult inflate_stream(const std::uint8_t* in, std::size_t in_si
         s = InflateStatus::output_overflow;
         break;
       }
-      for (std::uint32_t i = 0; i < len; ++i) out[at + i] = in[br.pos + i];
+      w.stored(out + at, in + br.pos, len);
       at += len;
       br.pos += len;
     } else if (type == 3) {
       s = InflateStatus::reserved_block_type;
       break;
     } else {
+      w.sync();
       if (type == 1) {
         detail::build_fixed(t);
       } else {
         s = detail::read_dynamic(br, t);
-        if (s != InflateStatus::ok) break;
       }
-      s = detail::inflate_codes(br, t, out, capacity, at);
+      w.sync();
+      if (s != InflateStatus::ok) break;
+      s = detail::inflate_codes(br, t, out, capacity, at, w);
       if (s != InflateStatus::ok) break;
     }
     if (final_block) {
@@ -352,6 +426,12 @@ TANDEM_HD InflateResult inflate_stream(const std::uint8_t* in, std::size_t in_si
   r.out_size = at;
   r.in_used = br.bytes_used();
   return r;
+}
+
+// The one-thread form.
+TANDEM_HD InflateResult inflate_stream(const std::uint8_t* in, std::size_t in_size, std::uint8_t* out,
+                                       std::size_t capacity, InflateTables& t) {
+  return inflate_stream(in, in_size, out, capacity, t, ThreadWriter{});
 }
 
 }  // namespace tandem::gpu::inflate

@@ -12,7 +12,10 @@
 //   status, and valid edge cases (a single-code distance set, an empty one,
 //   bytes after the final block, a stored block at the output's capacity);
 // - cut and corrupted streams never read or write out of bounds, and agree
-//   with zlib whenever zlib inflates them.
+//   with zlib whenever zlib inflates them;
+// - the batched kernel's emulation (the body's warp form) gives the bytes,
+//   sizes and statuses of the one-thread form on a batch of chunks and bad
+//   items, and the device call says no_device in a build without CUDA.
 #include <algorithm>
 #include <cstring>
 #include <functional>
@@ -23,6 +26,7 @@
 #include "cpu/inflate_test_streams.hpp"
 #include "gpu/huffman_decode.hpp"
 #include "gpu/inflate_body.hpp"
+#include "gpu/inflate_gpu.hpp"
 #include "support/test_support.hpp"
 
 namespace tandem {
@@ -488,6 +492,109 @@ TEST(InflateMalformed, CorruptionsAgreeWithZlib) {
     }
   }
   EXPECT_GT(agreed, 0);
+}
+
+TEST(InflateBody, LengthAndDistanceBasesFollowTheRfc) {
+  const std::uint32_t lbase[29] = {3,  4,  5,  6,  7,  8,  9,  10, 11,  13,  15,  17,  19,  23, 27,
+                                   31, 35, 43, 51, 59, 67, 83, 99, 115, 131, 163, 195, 227, 258};
+  const std::uint32_t lextra[29] = {0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3, 4, 4, 4, 4, 5, 5, 5, 5, 0};
+  for (std::uint32_t i = 0; i < 29; ++i) {
+    EXPECT_EQ(gpu::inflate::length_base(i), lbase[i]) << i;
+    EXPECT_EQ(gpu::inflate::length_extra(i), lextra[i]) << i;
+  }
+  const std::uint32_t dbase[30] = {1,   2,   3,   4,   5,   7,    9,    13,   17,   25,   33,   49,    65,    97,    129,
+                                   193, 257, 385, 513, 769, 1025, 1537, 2049, 3073, 4097, 6145, 8193, 12289, 16385, 24577};
+  for (std::uint32_t i = 0; i < 30; ++i) {
+    EXPECT_EQ(gpu::inflate::distance_base(i), dbase[i]) << i;
+    EXPECT_EQ(gpu::inflate::distance_extra(i), i < 4 ? 0u : i / 2 - 1) << i;
+  }
+}
+
+// A batch of the chunks of a few indexed streams, whole streams, and bad
+// items through the emulated kernel: each item as the one-thread body gives it.
+TEST(InflateEmulated, BatchEqualsTheOneThreadBody) {
+  std::vector<Bytes> inputs;
+  std::vector<std::size_t> capacities;
+  const Bytes text = test::text_like_bytes(300000, 31);
+  const Bytes mixed = test::mixed_bytes(200000, 32);
+  for (const Bytes* d : {&text, &mixed}) {
+    const is::Chunked c = is::zlib_chunked(*d, 65536, 6);
+    for (std::size_t i = 0; i < c.offsets.size(); ++i) {
+      inputs.emplace_back(c.stream.begin() + static_cast<std::ptrdiff_t>(c.offsets[i]),
+                          c.stream.begin() + static_cast<std::ptrdiff_t>(c.offsets[i] + c.compressed_sizes[i]));
+      capacities.push_back(65536);
+    }
+    inputs.push_back(is::libdeflate_raw(*d, 9));
+    capacities.push_back(d->size());
+  }
+  inputs.push_back({0x07, 0x00});  // reserved type
+  capacities.push_back(10);
+  inputs.push_back(is::zlib_raw(text, 1));  // too small an output
+  capacities.push_back(1000);
+  inputs.push_back({});  // empty
+  capacities.push_back(0);
+  Bytes cut = is::zlib_raw(mixed, 6);
+  cut.resize(cut.size() / 2);
+  inputs.push_back(cut);
+  capacities.push_back(mixed.size());
+  const std::size_t n = inputs.size();
+  std::vector<Bytes> outs(n);
+  std::vector<const void*> in_ptrs(n);
+  std::vector<void*> out_ptrs(n);
+  std::vector<std::size_t> in_sizes(n), out_sizes(n), used(n);
+  std::vector<gpu::InflateStatus> statuses(n);
+  std::vector<gpu::InflateEnd> ends(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    outs[i].assign(capacities[i] + 1, 0);
+    in_ptrs[i] = inputs[i].data();
+    in_sizes[i] = inputs[i].size();
+    out_ptrs[i] = outs[i].data();
+  }
+  gpu::inflate_emulated(in_ptrs.data(), in_sizes.data(), n, out_ptrs.data(), capacities.data(), out_sizes.data(),
+                        statuses.data(), ends.data(), used.data());
+  for (std::size_t i = 0; i < n; ++i) {
+    SCOPED_TRACE(i);
+    const Inflated r = inflate(inputs[i], capacities[i]);
+    EXPECT_EQ(statuses[i], r.result.status);
+    EXPECT_EQ(out_sizes[i], r.result.out_size);
+    EXPECT_EQ(used[i], r.result.in_used);
+    if (r.result.status == InflateStatus::ok) EXPECT_EQ(ends[i], r.result.end);
+    EXPECT_TRUE(std::equal(r.out.begin(), r.out.end(), outs[i].begin()));
+  }
+  EXPECT_EQ(statuses[n - 4], InflateStatus::reserved_block_type);
+  EXPECT_EQ(statuses[n - 3], InflateStatus::output_overflow);
+  EXPECT_EQ(statuses[n - 2], InflateStatus::ok);
+  EXPECT_EQ(statuses[n - 1], InflateStatus::truncated);
+  // Null pointers where the sizes are not 0.
+  std::vector<const void*> nulls(1, nullptr);
+  std::vector<void*> null_out(1, nullptr);
+  std::size_t one = 1, size = 99;
+  gpu::InflateStatus st = gpu::InflateStatus::ok;
+  gpu::inflate_emulated(nulls.data(), &one, 1, null_out.data(), &one, &size, &st, nullptr, nullptr);
+  EXPECT_EQ(st, InflateStatus::invalid_item);
+  EXPECT_EQ(size, 0u);
+}
+
+TEST(InflateEmulated, StatusMapping) {
+  EXPECT_TRUE(gpu::inflate_status_to_status(InflateStatus::ok).ok());
+  EXPECT_EQ(gpu::inflate_status_to_status(InflateStatus::truncated).code, StatusCode::truncated);
+  EXPECT_EQ(gpu::inflate_status_to_status(InflateStatus::output_overflow).code, StatusCode::output_too_small);
+  EXPECT_EQ(gpu::inflate_status_to_status(InflateStatus::invalid_item).code, StatusCode::invalid_argument);
+  for (int s = 2; s < gpu::inflate::kInflateStatusCount; ++s) {
+    const auto st = static_cast<InflateStatus>(s);
+    if (st == InflateStatus::output_overflow || st == InflateStatus::invalid_item) continue;
+    EXPECT_EQ(gpu::inflate_status_to_status(st).code, StatusCode::bad_data) << s;
+  }
+}
+
+TEST(InflateEmulated, DeviceCallWithoutCudaSaysNoDevice) {
+  if (backend_info().cuda_compiled) GTEST_SKIP() << "this build has CUDA";
+  std::size_t temp = 0;
+  EXPECT_EQ(gpu::inflate_temp_size(1, 1, &temp).code, StatusCode::no_device);
+  EXPECT_EQ(gpu::inflate_async(nullptr, nullptr, 1, nullptr, 0, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr,
+                               nullptr)
+                .code,
+            StatusCode::no_device);
 }
 
 }  // namespace

@@ -1,0 +1,73 @@
+// The batched inflate of gpu/inflate_gpu.hpp on CUDA: one kernel, a warp per
+// item. The warp runs inflate_body.hpp's warp form: every lane parses the
+// same bits with the same tables (so the parse never diverges), the tables
+// sit in shared memory (one set per warp, about 3.8 KiB), and the lanes
+// share the match and stored-block writes. Nothing runs on the host but the
+// argument checks and the launch.
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "gpu/gpu_memory.cuh"
+#include "gpu/inflate_body.hpp"
+#include "gpu/inflate_gpu.hpp"
+
+namespace tandem::gpu {
+
+namespace {
+
+constexpr int kWarpThreads = 32;
+constexpr int kWarpsPerBlock = 4;
+constexpr int kThreads = kWarpsPerBlock * kWarpThreads;
+
+__global__ void __launch_bounds__(kThreads) inflate_kernel(const void* const* in_ptrs, const std::size_t* in_sizes,
+                                                           std::size_t num_items, void* const* out_ptrs,
+                                                           const std::size_t* out_capacities, std::size_t* out_sizes,
+                                                           InflateStatus* statuses, InflateEnd* ends,
+                                                           std::size_t* in_used) {
+  __shared__ inflate::InflateTables tables[kWarpsPerBlock];
+  const unsigned warp = threadIdx.x / kWarpThreads;
+  const unsigned lane = threadIdx.x % kWarpThreads;
+  const std::size_t item = static_cast<std::size_t>(blockIdx.x) * kWarpsPerBlock + warp;
+  if (item >= num_items) return;  // the whole warp
+  const std::size_t in_size = in_sizes[item];
+  const std::size_t capacity = out_capacities[item];
+  inflate::InflateResult r;
+  if (in_size > kMaxItemSize || capacity > kMaxItemSize) {
+    r.status = InflateStatus::invalid_item;
+  } else {
+    r = inflate::inflate_stream(static_cast<const std::uint8_t*>(in_ptrs[item]), in_size,
+                                static_cast<std::uint8_t*>(out_ptrs[item]), capacity, tables[warp],
+                                inflate::WarpWriter{lane});
+  }
+  if (lane == 0) {
+    out_sizes[item] = r.out_size;
+    if (statuses) statuses[item] = r.status;
+    if (ends) ends[item] = r.end;
+    if (in_used) in_used[item] = r.in_used;
+  }
+}
+
+}  // namespace
+
+Status inflate_temp_size(std::size_t, std::size_t, std::size_t* temp_bytes) {
+  if (temp_bytes == nullptr) return {StatusCode::invalid_argument, "temp_bytes is null"};
+  *temp_bytes = 0;
+  return {};
+}
+
+Status inflate_async(const void* const* d_in_ptrs, const std::size_t* d_in_sizes, std::size_t num_items, void*,
+                     std::size_t, void* const* d_out_ptrs, const std::size_t* d_out_capacities,
+                     std::size_t* d_out_sizes, InflateStatus* d_statuses, InflateEnd* d_ends, std::size_t* d_in_used,
+                     Stream stream) {
+  if (num_items == 0) return {};
+  if (!d_in_ptrs || !d_in_sizes || !d_out_ptrs || !d_out_capacities || !d_out_sizes)
+    return {StatusCode::invalid_argument, "a required device array is null"};
+  const std::size_t blocks = (num_items + kWarpsPerBlock - 1) / kWarpsPerBlock;
+  if (blocks > 0x7fffffffu) return {StatusCode::invalid_argument, "too many items for one launch"};
+  inflate_kernel<<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(
+      d_in_ptrs, d_in_sizes, num_items, d_out_ptrs, d_out_capacities, d_out_sizes, d_statuses, d_ends, d_in_used);
+  return launch_status();
+}
+
+}  // namespace tandem::gpu

@@ -1,0 +1,39 @@
+// The parts of gpu/inflate_gpu.hpp that every build has: the CPU emulation of
+// the batched kernel and the status mapping.
+#include <memory>
+
+#include "gpu/inflate_gpu.hpp"
+
+namespace tandem::gpu {
+
+void inflate_emulated(const void* const* in_ptrs, const std::size_t* in_sizes, std::size_t num_items,
+                      void* const* out_ptrs, const std::size_t* out_capacities, std::size_t* out_sizes,
+                      InflateStatus* statuses, InflateEnd* ends, std::size_t* in_used) {
+  auto tables = std::make_unique<inflate::InflateTables>();
+  for (std::size_t i = 0; i < num_items; ++i) {
+    inflate::InflateResult r;
+    if (in_sizes[i] > kMaxItemSize || out_capacities[i] > kMaxItemSize) {
+      r.status = InflateStatus::invalid_item;
+    } else {
+      r = inflate::inflate_stream(static_cast<const std::uint8_t*>(in_ptrs[i]), in_sizes[i],
+                                  static_cast<std::uint8_t*>(out_ptrs[i]), out_capacities[i], *tables,
+                                  inflate::WarpWriter{});
+    }
+    out_sizes[i] = r.out_size;
+    if (statuses) statuses[i] = r.status;
+    if (ends) ends[i] = r.end;
+    if (in_used) in_used[i] = r.in_used;
+  }
+}
+
+Status inflate_status_to_status(InflateStatus status) {
+  switch (status) {
+    case InflateStatus::ok: return {};
+    case InflateStatus::truncated: return {StatusCode::truncated, "deflate stream ends inside a block"};
+    case InflateStatus::output_overflow: return {StatusCode::output_too_small, "inflated data exceeds the output"};
+    case InflateStatus::invalid_item: return {StatusCode::invalid_argument, "null pointer or item too large"};
+    default: return {StatusCode::bad_data, inflate::inflate_status_name(status)};
+  }
+}
+
+}  // namespace tandem::gpu
