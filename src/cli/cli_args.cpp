@@ -174,6 +174,7 @@ struct FileArgs {
   bool no_frame_crc = false, no_content_size = false, legacy = false;
   bool stats = false;
   std::string json;
+  std::string codec;
 };
 
 const std::vector<std::string> kBackends = {"cpu", "gpu", "auto"};
@@ -247,6 +248,12 @@ void add_file_options(CLI::App* app, FileArgs* a) {
                 "Print how each file was worked: bytes and speed of the CPU and GPU workers, "
                 "transfer, kernel, idle and queue times, ratio");
   app->add_option("--json", a->json, "Write those figures for every file as JSON to FILE")->type_name("FILE");
+  app->add_option("--codec", a->codec,
+                  "Format: lz4 (default), gzip (.gz), zlib (.zz) or deflate (raw, .deflate); "
+                  "decompression recognises gzip, zlib and LZ4 by their first bytes")
+      ->type_name("NAME")
+      ->check(silent(CLI::IsMember({"lz4", "gzip", "zlib", "deflate"})))
+      ->take_last();
 }
 
 bool make_file_options(const FileArgs& a, bool decompress_command, FileOptions* o, std::string* error) {
@@ -266,6 +273,15 @@ bool make_file_options(const FileArgs& a, bool decompress_command, FileOptions* 
   o->threads = a.threads;
   if (!check_level(a.level, error)) return false;
   o->frame.level = a.level;
+  o->codec = a.codec;
+  if (!o->decompress && o->codec.empty()) o->codec = "lz4";
+  if (o->codec == "gzip" || o->codec == "zlib" || o->codec == "deflate") {
+    if (a.level < 0) {
+      *error = "--fast is an LZ4 level; " + o->codec + " takes levels -1 .. -12";
+      return false;
+    }
+    o->deflate_level = a.level == 0 ? 6 : a.level;
+  }
   for (const auto& spec : a.block_specs) {
     if (!parse_block_spec(spec, &o->frame, error)) return false;
   }
@@ -302,7 +318,8 @@ struct BenchArgs {
 };
 
 const char* const kDescription =
-    "tandem: LZ4 compression on the CPU and the GPU, in the format the lz4 tool reads and writes.\n"
+    "tandem: LZ4 compression on the CPU and the GPU, in the format the lz4 tool reads and writes;\n"
+    "gzip, zlib and raw deflate on the CPU (--codec).\n"
     "\n"
     "  tandem [compress] [OPTIONS] [FILES...]   compress FILE to FILE.lz4\n"
     "  tandem decompress [OPTIONS] [FILES...]   decompress FILE.lz4 to FILE (also: tandem -d FILES)\n"
@@ -370,6 +387,7 @@ CommandLine parse_command_line(int argc, char** argv) {
         "Levels: -1 (default) and -2 are fast; -3 .. -12 use LZ4 HC, slower and smaller;\n"
         "--fast=N is faster and larger as N grows. The last level given wins.\n"
         "Several -B may be combined: -B6 -BD -BX, or -B6DX.\n"
+        "gzip, zlib, deflate: levels -1 .. -12 of libdeflate (default -6), 64 KiB chunks in parallel.\n"
         "A progress bar appears on a terminal for inputs of 64 MiB or more, and for stdin.");
   }
 

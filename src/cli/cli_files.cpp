@@ -31,14 +31,62 @@
 #include "cli/cli_progress.hpp"
 #include "cli/cli_stats.hpp"
 #include "codec/lz4_hybrid.hpp"
+#include "tandem/deflate.hpp"
 #include "gpu/lz4_gpu_pipeline.hpp"
 
 namespace tandem::cli {
 
 namespace {
 
-constexpr std::string_view kSuffix = ".lz4";
 constexpr std::size_t kReadBack = 1u << 20;
+
+// The formats of compress and decompress. The deflate family goes through
+// tandem/deflate.hpp, LZ4 through the frame API.
+enum class Format { lz4, gzip, zlib, deflate };
+
+Format format_of(std::string_view codec) {
+  if (codec == "gzip") return Format::gzip;
+  if (codec == "zlib") return Format::zlib;
+  if (codec == "deflate") return Format::deflate;
+  return Format::lz4;
+}
+
+std::string_view suffix_of(Format f) {
+  switch (f) {
+    case Format::gzip: return ".gz";
+    case Format::zlib: return ".zz";
+    case Format::deflate: return ".deflate";
+    case Format::lz4: break;
+  }
+  return ".lz4";
+}
+
+DeflateContainer container_of(Format f) {
+  return f == Format::gzip ? DeflateContainer::gzip : f == Format::zlib ? DeflateContainer::zlib : DeflateContainer::raw;
+}
+
+// The format of a compressed input, from its first bytes, else its name:
+// gzip and zlib by their headers, LZ4 frames by their magic numbers (what
+// is neither goes to the LZ4 reader, which names the problem).
+Format detect_format(Source& source, const std::string& input, const FileOptions& options) {
+  if (!options.codec.empty()) return format_of(options.codec);
+  std::size_t avail = 0;
+  if (source.ensure(4, &avail) && avail >= 2) {
+    const std::uint8_t* p = source.data();
+    if (p[0] == 0x1f && p[1] == 0x8b) return Format::gzip;
+    const bool lz4_magic = avail >= 4 && p[1] == 0x2a && p[2] == 0x4d && p[3] == 0x18;
+    const bool lz4_frame = avail >= 4 && ((p[0] == 0x04 && p[1] == 0x22) || (p[0] == 0x02 && p[1] == 0x21)) &&
+                           p[2] == 0x4d && p[3] == 0x18;
+    if (!lz4_magic && !lz4_frame && ((p[0] & 0x0f) == 8 && (p[0] >> 4) <= 7 && ((p[0] << 8) | p[1]) % 31 == 0)) {
+      return Format::zlib;
+    }
+    if (lz4_magic || lz4_frame) return Format::lz4;
+  }
+  if (input.ends_with(".deflate")) return Format::deflate;
+  return Format::lz4;
+}
+
+bool is_deflate(Format f) { return f != Format::lz4; }
 
 void report(const std::string& who, const std::string& message) {
   std::fprintf(stderr, "tandem: %s: %s\n", who.c_str(), message.c_str());
@@ -150,18 +198,28 @@ class FileDescriptor {
 
 // Reads `fd` back from its start and decompresses it; true when that gives
 // exactly the content `expected` describes.
-bool verify_compressed(int fd, const ContentHash& expected, const FileOptions& options, std::string* error) {
+bool verify_compressed(int fd, const ContentHash& expected, const FileOptions& options, Format format,
+                       std::string* error) {
   if (lseek(fd, 0, SEEK_SET) != 0) {
     *error = errno_message("cannot read it back");
     return false;
   }
   auto source = fd_source(fd);
   HashOnlySink check;
-  Lz4DecodeOptions decode;
-  decode.threads = options.threads;
-  decode.backend = options.backend;
-  decode.max_output = expected.bytes();
-  const Status s = lz4_decompress_stream(*source, check, decode);
+  Status s;
+  if (is_deflate(format)) {
+    DeflateDecodeOptions decode;
+    decode.container = container_of(format);
+    decode.threads = options.threads;
+    decode.max_output = expected.bytes();
+    s = deflate_decompress_stream(*source, check, decode);
+  } else {
+    Lz4DecodeOptions decode;
+    decode.threads = options.threads;
+    decode.backend = options.backend;
+    decode.max_output = expected.bytes();
+    s = lz4_decompress_stream(*source, check, decode);
+  }
   if (!s) {
     *error = "verification failed, the output does not decompress: " + s.to_string();
     return false;
@@ -205,16 +263,23 @@ bool pick_destination(const std::string& input, const FileOptions& options, std:
   if (options.to_stdout || options.output == "-" || (input == "-" && options.output.empty())) return true;
   if (!options.output.empty()) {
     *destination = options.output;
-  } else if (!options.decompress) {
-    *destination = input + std::string(kSuffix);
-  } else if (const std::string stem = input.substr(0, input.size() - std::min(input.size(), kSuffix.size()));
-             input.ends_with(kSuffix) && !stem.empty() && !stem.ends_with('/')) {
-    *destination = stem;
-  } else {
-    *error = "unknown suffix, expected .lz4 (use -o FILE or -c)";
-    return false;
+    return true;
   }
-  return true;
+  if (!options.decompress) {
+    *destination = input + std::string(suffix_of(format_of(options.codec)));
+    return true;
+  }
+  // Any known suffix is taken off, whatever the content turns out to be:
+  // .lz4, .gz, .zz, .deflate, and .tgz becomes .tar.
+  for (const std::string_view suffix : {".lz4", ".gz", ".zz", ".deflate", ".tgz"}) {
+    const std::string stem = input.substr(0, input.size() - std::min(input.size(), suffix.size()));
+    if (input.ends_with(suffix) && !stem.empty() && !stem.ends_with('/')) {
+      *destination = suffix == ".tgz" ? stem + ".tar" : stem;
+      return true;
+    }
+  }
+  *error = "unknown suffix, expected .lz4, .gz, .zz or .deflate (use -o FILE or -c)";
+  return false;
 }
 
 void print_summary(const std::string& name, const std::string& destination, const FileOptions& options,
@@ -304,7 +369,27 @@ bool process_file(const std::string& input, const FileOptions& options, std::vec
   StreamStats& stats = run.stats;
   Status status;
   const auto start = std::chrono::steady_clock::now();
-  if (options.decompress) {
+  const Format format = options.decompress ? detect_format(source, input, options) : format_of(options.codec);
+  if (options.decompress && is_deflate(format)) {
+    DeflateDecodeOptions decode;
+    decode.container = options.codec.empty() && format != Format::deflate ? DeflateContainer::detect
+                                                                          : container_of(format);
+    decode.threads = options.threads;
+    if (bar) decode.progress = bar->callback();
+    status = deflate_decompress_stream(source, sink, decode, &stats);
+  } else if (is_deflate(format)) {
+    DeflateOptions encode;
+    encode.container = container_of(format);
+    encode.level = options.deflate_level;
+    encode.threads = options.threads;
+    if (regular_input) {
+      const std::size_t slash = input.find_last_of('/');
+      encode.name = slash == std::string::npos ? input : input.substr(slash + 1);
+      encode.mtime = static_cast<std::uint32_t>(in_stat.st_mtime > 0 ? in_stat.st_mtime : 0);
+    }
+    if (bar) encode.progress = bar->callback();
+    status = deflate_compress_stream(source, sink, encode, &stats);
+  } else if (options.decompress) {
     Lz4DecodeOptions decode;
     decode.threads = options.threads;
     decode.backend = options.backend;
@@ -334,7 +419,7 @@ bool process_file(const std::string& input, const FileOptions& options, std::vec
     if (remove_input) {
       const bool verified = options.decompress
                                 ? verify_written(output.fd(), hashing_sink.hash(), &error)
-                                : verify_compressed(output.fd(), hashing_source.hash(), options, &error);
+                                : verify_compressed(output.fd(), hashing_source.hash(), options, format, &error);
       if (!verified) {
         report(destination, error + "; " + name + " kept");
         return false;
@@ -387,7 +472,14 @@ int run_files(const FileOptions& options) {
   // per batch (small inputs stay on the CPU).
   install_test_hooks();
   Backend resolved = Backend::cpu;
-  const Status s = hybrid::hybrid_backend(options.backend, options.decompress ? 0 : options.frame.level, &resolved);
+  const bool deflate_family = !options.codec.empty() && is_deflate(format_of(options.codec));
+  if (deflate_family && options.backend == Backend::gpu) {
+    std::fprintf(stderr, "tandem: --backend gpu: unsupported: %s runs on the CPU\n", options.codec.c_str());
+    return 1;
+  }
+  const Status s = deflate_family ? Status{}
+                                  : hybrid::hybrid_backend(options.backend,
+                                                           options.decompress ? 0 : options.frame.level, &resolved);
   if (!s) {
     std::fprintf(stderr, "tandem: --backend %s: %s\n", backend_name(options.backend), s.to_string().c_str());
     return 1;

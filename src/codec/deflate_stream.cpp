@@ -32,6 +32,7 @@ constexpr std::size_t kStreamBatchBytes = 8u << 20;  // a batch read from a stre
 constexpr std::size_t kInflateIn = 256u << 10;
 constexpr std::size_t kInflateOut = 256u << 10;
 constexpr std::size_t kMaxBgzfContent = 16u << 20;  // larger claimed ISIZEs go the streaming way
+constexpr std::uint64_t kMaxInflateRatio = 1032;
 
 bool valid_chunk_size(std::size_t c) {
   return c >= (std::size_t{1} << format::kDeflateMinChunkLog2) &&
@@ -82,6 +83,7 @@ class Compressor {
       std::size_t avail = 0;
       if (Status s = in_.ensure(batch * c, &avail); !s) return s;
       if (avail == 0) break;
+      avail = std::min(avail, batch * c);  // a memory source offers all it has
       const std::uint8_t* data = in_.data();
       const std::size_t count = (avail + c - 1) / c;
       detail::parallel_for(count, threads, [&](std::size_t i) {
@@ -396,6 +398,13 @@ class Decompressor {
       const std::size_t count = std::min(batch, n - first);
       std::vector<std::size_t> offsets(count + 1, 0);
       for (std::size_t i = 0; i < count; ++i) {
+        // Deflate yields at most 1032 bytes per input byte (a 258-byte match
+        // in two bits): a chunk too small for its C bytes is a lie, refused
+        // before C bytes of staging are taken for it.
+        const bool last_chunk = first + i + 1 == n;
+        if (!last_chunk && index.compressed_sizes[first + i] * kMaxInflateRatio + 1024 < c) {
+          return {StatusCode::bad_data, "chunk index entry too small for its chunk"};
+        }
         const std::uint64_t next = offsets[i] + index.compressed_sizes[first + i];
         if (next > SIZE_MAX / 2) return {StatusCode::bad_data, "chunk index sizes overflow"};
         offsets[i + 1] = static_cast<std::size_t>(next);
