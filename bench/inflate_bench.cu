@@ -1,0 +1,135 @@
+// The GPU part of the inflate benchmark (inflate_bench.hpp): device buffers
+// made once, an untimed warm-up call whose output is checked, then timed
+// calls between two CUDA events on one stream.
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "bench/inflate_bench.hpp"
+#include "gpu/inflate_gpu.hpp"
+
+namespace tandem::bench {
+
+namespace {
+
+struct DeviceMem {
+  void* p = nullptr;
+  ~DeviceMem() { (void)cudaFree(p); }
+};
+
+struct Events {
+  cudaEvent_t start = nullptr, stop = nullptr;
+  cudaStream_t stream = nullptr;
+  ~Events() {
+    if (start) (void)cudaEventDestroy(start);
+    if (stop) (void)cudaEventDestroy(stop);
+    if (stream) (void)cudaStreamDestroy(stream);
+  }
+};
+
+bool check(cudaError_t e, const char* what, std::string* error) {
+  if (e == cudaSuccess) return true;
+  *error = std::string(what) + ": " + cudaGetErrorString(e);
+  return false;
+}
+
+}  // namespace
+
+bool inflate_gpu_measure(const std::vector<unsigned char>& stream, const std::vector<std::size_t>& offsets,
+                         const std::vector<std::size_t>& sizes, const std::vector<std::size_t>& out_sizes,
+                         std::size_t chunk, const unsigned char* expect, std::size_t n, int runs,
+                         InflateGpuResult* r, std::string* error) {
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
+    (void)cudaGetLastError();
+    *error = "no CUDA device";
+    return false;
+  }
+  cudaDeviceProp prop{};
+  if (!check(cudaGetDeviceProperties(&prop, 0), "cudaGetDeviceProperties", error)) return false;
+  r->device = prop.name;
+  const std::size_t items = sizes.size();
+  Events ev;
+  if (!check(cudaStreamCreateWithFlags(&ev.stream, cudaStreamNonBlocking), "cudaStreamCreate", error)) return false;
+  if (!check(cudaEventCreate(&ev.start), "cudaEventCreate", error)) return false;
+  if (!check(cudaEventCreate(&ev.stop), "cudaEventCreate", error)) return false;
+  DeviceMem d_in, d_out, d_arrays;
+  if (!check(cudaMalloc(&d_in.p, stream.size() + 1), "cudaMalloc", error)) return false;
+  if (!check(cudaMalloc(&d_out.p, items * chunk + 1), "cudaMalloc", error)) return false;
+  const std::size_t arrays = items * (2 * sizeof(void*) + 3 * sizeof(std::size_t) + sizeof(gpu::InflateStatus));
+  if (!check(cudaMalloc(&d_arrays.p, arrays + 64), "cudaMalloc", error)) return false;
+  auto* base = static_cast<unsigned char*>(d_arrays.p);
+  auto** d_in_ptrs = reinterpret_cast<const void**>(base);
+  auto** d_out_ptrs = reinterpret_cast<void**>(base + items * sizeof(void*));
+  auto* d_in_sizes = reinterpret_cast<std::size_t*>(base + 2 * items * sizeof(void*));
+  auto* d_caps = d_in_sizes + items;
+  auto* d_sizes = d_caps + items;
+  auto* d_status = reinterpret_cast<gpu::InflateStatus*>(d_sizes + items);
+  std::vector<const void*> in_ptrs(items);
+  std::vector<void*> out_ptrs(items);
+  std::vector<std::size_t> caps(items, chunk);
+  for (std::size_t i = 0; i < items; ++i) {
+    in_ptrs[i] = static_cast<const unsigned char*>(d_in.p) + offsets[i];
+    out_ptrs[i] = static_cast<unsigned char*>(d_out.p) + i * chunk;
+  }
+  if (!check(cudaMemcpy(d_in.p, stream.data(), stream.size(), cudaMemcpyHostToDevice), "cudaMemcpy", error) ||
+      !check(cudaMemcpy(d_in_ptrs, in_ptrs.data(), items * sizeof(void*), cudaMemcpyHostToDevice), "cudaMemcpy",
+             error) ||
+      !check(cudaMemcpy(d_out_ptrs, out_ptrs.data(), items * sizeof(void*), cudaMemcpyHostToDevice), "cudaMemcpy",
+             error) ||
+      !check(cudaMemcpy(d_in_sizes, sizes.data(), items * sizeof(std::size_t), cudaMemcpyHostToDevice), "cudaMemcpy",
+             error) ||
+      !check(cudaMemcpy(d_caps, caps.data(), items * sizeof(std::size_t), cudaMemcpyHostToDevice), "cudaMemcpy",
+             error))
+    return false;
+  auto call = [&]() {
+    return gpu::inflate_async(reinterpret_cast<const void* const*>(d_in_ptrs), d_in_sizes, items, nullptr, 0,
+                              reinterpret_cast<void* const*>(d_out_ptrs), d_caps, d_sizes, d_status, nullptr, nullptr,
+                              ev.stream);
+  };
+  // Warm-up, checked.
+  if (const Status s = call(); !s.ok()) {
+    *error = "inflate_async: " + s.to_string();
+    return false;
+  }
+  if (!check(cudaStreamSynchronize(ev.stream), "inflate kernel", error)) return false;
+  std::vector<std::size_t> got_sizes(items);
+  std::vector<gpu::InflateStatus> got_status(items);
+  std::vector<unsigned char> out(items * chunk);
+  if (!check(cudaMemcpy(got_sizes.data(), d_sizes, items * sizeof(std::size_t), cudaMemcpyDeviceToHost), "cudaMemcpy",
+             error) ||
+      !check(cudaMemcpy(got_status.data(), d_status, items * sizeof(gpu::InflateStatus), cudaMemcpyDeviceToHost),
+             "cudaMemcpy", error) ||
+      !check(cudaMemcpy(out.data(), d_out.p, items * chunk, cudaMemcpyDeviceToHost), "cudaMemcpy", error))
+    return false;
+  for (std::size_t i = 0; i < items; ++i) {
+    if (got_status[i] != gpu::InflateStatus::ok || got_sizes[i] != out_sizes[i] ||
+        std::memcmp(out.data() + i * chunk, expect + i * chunk, out_sizes[i]) != 0) {
+      *error = "GPU inflate of chunk " + std::to_string(i) + " differs from the input (status " +
+               gpu::inflate::inflate_status_name(got_status[i]) + ")";
+      return false;
+    }
+  }
+  (void)n;
+  std::vector<double> times;
+  for (int k = 0; k < std::max(1, runs); ++k) {
+    if (!check(cudaEventRecord(ev.start, ev.stream), "cudaEventRecord", error)) return false;
+    if (const Status s = call(); !s.ok()) {
+      *error = "inflate_async: " + s.to_string();
+      return false;
+    }
+    if (!check(cudaEventRecord(ev.stop, ev.stream), "cudaEventRecord", error)) return false;
+    if (!check(cudaEventSynchronize(ev.stop), "cudaEventSynchronize", error)) return false;
+    float ms = 0;
+    if (!check(cudaEventElapsedTime(&ms, ev.start, ev.stop), "cudaEventElapsedTime", error)) return false;
+    times.push_back(ms / 1e3);
+  }
+  std::sort(times.begin(), times.end());
+  r->seconds = times[times.size() / 2];
+  return true;
+}
+
+}  // namespace tandem::bench
