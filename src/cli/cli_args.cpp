@@ -36,7 +36,7 @@ bool all_digits(std::string_view s) {
 }
 
 bool is_subcommand(std::string_view s) {
-  return s == "compress" || s == "decompress" || s == "bench" || s == "pages";
+  return s == "compress" || s == "decompress" || s == "bench" || s == "pages" || s == "zip" || s == "unzip";
 }
 
 // Options whose value is the next argument: `-T -3` is a bad thread count for
@@ -44,7 +44,7 @@ bool is_subcommand(std::string_view s) {
 bool takes_value(std::string_view s) {
   for (const char* option : {"-o", "--output", "-T", "--threads", "-B", "--backend", "--codec", "--chunk",
                              "--chunks", "--json", "--min-time", "--runs", "--page-size", "--batches",
-                             "--engines", "--size", "--timeline"}) {
+                             "--engines", "--size", "--timeline", "-d", "--dir", "--max-output"}) {
     if (s == option) return true;
   }
   return false;
@@ -456,6 +456,8 @@ CommandLine parse_command_line(int argc, char** argv) {
       ->check(at_least(1, true));
   pages_bench->add_flag("-q,--quiet", pages.quiet, "No progress lines on stderr");
 
+  add_zip_commands(app, &result.zip);
+
   std::vector<std::string> args = rw.args;
   std::reverse(args.begin(), args.end());  // CLI11 takes the arguments in reverse order
   try {
@@ -471,6 +473,11 @@ CommandLine parse_command_line(int argc, char** argv) {
   }
 
   std::string error;
+  if (*result.zip.zip || *result.zip.unzip) {
+    if (*result.zip.zip) result.zip.inputs.insert(result.zip.inputs.end(), rw.trailing.begin(), rw.trailing.end());
+    result.action = Action::zip;
+    return result;
+  }
   if (*pages_bench) {
     pages.paths.insert(pages.paths.end(), rw.trailing.begin(), rw.trailing.end());
     std::uint64_t page_size = 0;

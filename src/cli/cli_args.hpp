@@ -14,6 +14,7 @@
 
 #include "bench/bench.hpp"
 #include "bench/pages_bench.hpp"
+#include "cli/cli_zip.hpp"
 #include "tandem/tandem.hpp"
 
 namespace tandem::cli {
@@ -43,6 +44,7 @@ enum class Action {
   files,    // compress or decompress: CommandLine::files
   bench,    // run the benchmark: CommandLine::bench
   pages_bench,  // run the pages benchmark: CommandLine::pages
+  zip,      // zip or unzip: CommandLine::zip
   version,  // print the version and the backends
   exit,     // nothing more to do: help was printed or the command line was wrong
 };
@@ -53,6 +55,7 @@ struct CommandLine {
   FileOptions files;
   bench::BenchConfig bench;
   bench::PagesBenchConfig pages;
+  ZipCommands zip;
 };
 
 // Parses argv. Prints help, and usage errors as "tandem: <message>", itself.

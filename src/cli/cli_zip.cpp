@@ -16,7 +16,7 @@
 #include <string_view>
 
 #include "cli/cli_args.hpp"
-#include "format/zip_format.hpp"
+#include "tandem/zip.hpp"
 
 namespace tandem::cli {
 

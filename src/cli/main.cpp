@@ -1,10 +1,11 @@
-// The `tandem` command: compress, decompress and benchmark LZ4 files, and
-// benchmark page compression (`tandem pages bench`).
+// The `tandem` command: compress, decompress and benchmark LZ4, gzip, zlib
+// and deflate files, write and extract ZIP archives (`tandem zip`, `tandem
+// unzip`), and benchmark page compression (`tandem pages bench`).
 //
 // main() only dispatches: cli_args parses the command line (lz4/zstd
 // conventions included), cli_files does the compress/decompress work with safe
-// outputs and progress, and bench/ runs the benchmark. Only the public API
-// (tandem/tandem.hpp, tandem/pages.hpp) and bench/ are used.
+// outputs and progress, cli_zip the archives, and bench/ runs the benchmark.
+// Only the public API (tandem/*.hpp) and bench/ are used.
 #include <cstdio>
 
 #include "bench/bench.hpp"
@@ -38,6 +39,11 @@ int main(int argc, char** argv) {
     case tandem::cli::Action::files: return tandem::cli::run_files(command.files);
     case tandem::cli::Action::bench: return tandem::bench::run(command.bench);
     case tandem::cli::Action::pages_bench: return tandem::bench::run_pages(command.pages);
+    case tandem::cli::Action::zip: {
+      int code = 2;
+      tandem::cli::run_zip_commands(command.zip, &code);
+      return code;
+    }
     case tandem::cli::Action::version: return print_version();
     case tandem::cli::Action::exit: break;
   }
