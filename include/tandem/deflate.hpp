@@ -18,6 +18,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -52,6 +53,15 @@ struct DeflateOptions {
   std::string name;
   std::uint32_t mtime = 0;
   ProgressFn progress;                  // may be empty
+  // For a gzip member with an index whose output can be rewritten (a file):
+  // when set and the source knows its size, the header goes out first with
+  // room for the index (in a padding subfield), the chunks stream with
+  // bounded memory, and at the end, after the sink was flushed, this is
+  // called with the final header, of the same size, to be written over the
+  // output's first bytes. Without the call the member stays valid gzip,
+  // without an index. Input that outgrows its announced size is also left
+  // without an index.
+  std::function<Status(const std::uint8_t* header, std::size_t size)> rewrite_header;
 };
 
 struct DeflateDecodeOptions {

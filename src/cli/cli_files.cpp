@@ -388,6 +388,21 @@ bool process_file(const std::string& input, const FileOptions& options, std::vec
       encode.mtime = static_cast<std::uint32_t>(in_stat.st_mtime > 0 ? in_stat.st_mtime : 0);
     }
     if (bar) encode.progress = bar->callback();
+    if (!to_stdout) {
+      // A file's header is rewritten with the index at the end, so that the
+      // compressed chunks are not held in memory until then.
+      const int fd = output.fd();
+      encode.rewrite_header = [fd](const std::uint8_t* header, std::size_t size) -> Status {
+        std::size_t done = 0;
+        while (done < size) {
+          const ssize_t w = pwrite(fd, header + done, size - done, static_cast<off_t>(done));
+          if (w < 0 && errno == EINTR) continue;
+          if (w <= 0) return {StatusCode::io_error, "cannot rewrite the gzip header"};
+          done += static_cast<std::size_t>(w);
+        }
+        return {};
+      };
+    }
     status = deflate_compress_stream(source, sink, encode, &stats);
   } else if (options.decompress) {
     Lz4DecodeOptions decode;

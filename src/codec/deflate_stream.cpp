@@ -72,6 +72,17 @@ class Compressor {
                                            : std::max(detail::batch_items(threads), kStreamBatchBytes / c);
     holding_ = o_.container == DeflateContainer::gzip && o_.index;
     index_.chunk_log2 = log2_of(c);
+    if (holding_ && o_.rewrite_header && in_.size_hint() >= 0) {
+      // Room for the index of the announced size, every entry at its bound.
+      const std::uint64_t chunks = (static_cast<std::uint64_t>(in_.size_hint()) + c - 1) / c;
+      const std::uint64_t most = 2 + format::varint_size(chunks) +
+                                 chunks * format::varint_size(format::deflate_chunk_bound(index_.chunk_log2));
+      if (most + 8 <= 0xffff) {
+        holding_ = false;
+        max_chunks_ = chunks;
+        extra_size_ = static_cast<std::size_t>(most + 8);
+      }
+    }
     if (!holding_) {
       if (Status s = write_header(nullptr); !s) return s;
     }
@@ -122,6 +133,13 @@ class Compressor {
       format::write_be32(adler_, trailer);
       if (Status s = put(trailer, sizeof trailer); !s) return s;
     }
+    if (extra_size_ && index_.compressed_sizes.size() <= max_chunks_) {
+      std::vector<std::uint8_t> header;
+      if (Status s = header_bytes(&index_, &header); !s) return s;
+      if (header.size() != header_size_) return {StatusCode::invalid_argument, "rewritten gzip header size"};
+      if (Status s = out_.flush(); !s) return s;
+      if (Status s = o_.rewrite_header(header.data(), header.size()); !s) return s;
+    }
     if (stats) {
       stats->bytes_in = bytes_in_;
       stats->bytes_out = bytes_out_;
@@ -137,24 +155,32 @@ class Compressor {
     return out_.write(p, n);
   }
 
-  Status write_header(const DeflateIndex* index) {
-    std::vector<std::uint8_t> header;
+  Status header_bytes(const DeflateIndex* index, std::vector<std::uint8_t>* header) {
     if (o_.container == DeflateContainer::gzip) {
       format::GzipHeaderFields f;
       f.mtime = o_.mtime;
       f.xfl = gzip_xfl(o_.level);
       f.name = o_.name;
       f.index = index;
-      if (!format::write_gzip_header(f, &header)) return {StatusCode::invalid_argument, "gzip header"};
+      f.extra_size = extra_size_;
+      if (!format::write_gzip_header(f, header)) return {StatusCode::invalid_argument, "gzip header"};
     } else if (o_.container == DeflateContainer::zlib) {
-      header.resize(format::kZlibHeaderSize);
-      format::write_zlib_header(o_.level, header.data());
+      header->resize(format::kZlibHeaderSize);
+      format::write_zlib_header(o_.level, header->data());
     }
+    return {};
+  }
+
+  Status write_header(const DeflateIndex* index) {
+    std::vector<std::uint8_t> header;
+    if (Status s = header_bytes(index, &header); !s) return s;
+    header_size_ = header.size();
     return put(header.data(), header.size());
   }
 
   // One compressed chunk, in order: held for the index, or written.
   Status emit(std::vector<std::uint8_t> part) {
+    if (extra_size_) index_.compressed_sizes.push_back(part.size());
     if (holding_) {
       index_bytes_ += format::varint_size(part.size());
       // Version, log2, and a count of at most 5 varint bytes, in a subfield of
@@ -183,6 +209,10 @@ class Compressor {
   bool holding_ = false;
   DeflateIndex index_;
   std::size_t index_bytes_ = 0;
+  // A header with room for the index, rewritten at the end (rewrite_header).
+  std::size_t extra_size_ = 0;
+  std::uint64_t max_chunks_ = 0;
+  std::size_t header_size_ = 0;
   std::vector<std::vector<std::uint8_t>> held_;
   std::uint64_t held_bytes_ = 0;
   std::uint32_t crc_ = 0;

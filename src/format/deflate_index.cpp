@@ -3,6 +3,7 @@
 
 #include <libdeflate.h>
 
+#include <cstdint>
 #include <cstring>
 
 namespace tandem::format {
@@ -187,13 +188,23 @@ Status parse_gzip_header(const std::uint8_t* data, std::size_t size, GzipHeader*
   return {};
 }
 
+namespace {
+
+// Bytes of FEXTRA after XLEN; 0 when there is none; SIZE_MAX when it cannot be written.
+std::size_t extra_bytes(const GzipHeaderFields& fields) {
+  const std::size_t index = fields.index ? kSubfieldHeader + deflate_index_size(*fields.index) : 0;
+  if (fields.extra_size == 0) return index > kMaxXlen ? SIZE_MAX : index;
+  if (fields.extra_size > kMaxXlen || index + kSubfieldHeader > fields.extra_size) return SIZE_MAX;
+  return fields.extra_size;
+}
+
+}  // namespace
+
 std::size_t gzip_header_size(const GzipHeaderFields& fields) {
   std::size_t n = 10;
-  if (fields.index) {
-    const std::size_t data = deflate_index_size(*fields.index);
-    if (data > kMaxXlen - kSubfieldHeader) return 0;
-    n += 2 + kSubfieldHeader + data;
-  }
+  const std::size_t extra = extra_bytes(fields);
+  if (extra == SIZE_MAX) return 0;
+  if (extra) n += 2 + extra;
   if (!fields.name.empty()) n += fields.name.size() + 1;
   return n;
 }
@@ -201,8 +212,9 @@ std::size_t gzip_header_size(const GzipHeaderFields& fields) {
 bool write_gzip_header(const GzipHeaderFields& fields, std::vector<std::uint8_t>* out) {
   if (gzip_header_size(fields) == 0) return false;
   if (fields.name.find('\0') != std::string::npos) return false;
+  const std::size_t extra = extra_bytes(fields);
   std::uint8_t flags = 0;
-  if (fields.index) flags |= kGzipFextra;
+  if (extra) flags |= kGzipFextra;
   if (!fields.name.empty()) flags |= kGzipFname;
   out->push_back(kGzipId1);
   out->push_back(kGzipId2);
@@ -213,13 +225,22 @@ bool write_gzip_header(const GzipHeaderFields& fields, std::vector<std::uint8_t>
   out->insert(out->end(), mtime, mtime + 4);
   out->push_back(fields.xfl);
   out->push_back(fields.os);
+  if (extra) put_le16(static_cast<std::uint32_t>(extra), out);
+  std::size_t written = 0;
   if (fields.index) {
     const std::size_t data = deflate_index_size(*fields.index);
-    put_le16(static_cast<std::uint32_t>(data + kSubfieldHeader), out);
     out->push_back(kIndexSi1);
     out->push_back(kIndexSi2);
     put_le16(static_cast<std::uint32_t>(data), out);
     write_deflate_index(*fields.index, out);
+    written = kSubfieldHeader + data;
+  }
+  if (fields.extra_size) {
+    const std::size_t pad = fields.extra_size - written - kSubfieldHeader;
+    out->push_back(kPadSi1);
+    out->push_back(kPadSi2);
+    put_le16(static_cast<std::uint32_t>(pad), out);
+    out->insert(out->end(), pad, 0);
   }
   if (!fields.name.empty()) {
     out->insert(out->end(), fields.name.begin(), fields.name.end());

@@ -97,7 +97,12 @@ struct GzipHeaderFields {
   std::uint8_t os = 3;    // Unix
   std::string name;       // FNAME when not empty
   const DeflateIndex* index = nullptr;  // the TD subfield when not null
+  // When not 0: FEXTRA is exactly this many bytes, the index (if any)
+  // followed by a 'T','P' subfield of zeros that fills the rest, so that a
+  // header written before the index is known can be rewritten in place.
+  std::size_t extra_size = 0;
 };
+inline constexpr std::uint8_t kPadSi1 = 'T', kPadSi2 = 'P';
 // Bytes of the header write_gzip_header writes; 0 when the index does not fit
 // in FEXTRA (65535 bytes with its subfield header).
 std::size_t gzip_header_size(const GzipHeaderFields& fields);

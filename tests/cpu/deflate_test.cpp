@@ -342,6 +342,45 @@ TEST(DeflateIndexedStream, HeaderFieldsAreWritten) {
   EXPECT_STATUS(tandem::deflate_compress({in.data(), in.size()}, &z, o), StatusCode::invalid_argument);
 }
 
+// With rewrite_header, the header goes out first with room for the index and
+// is rewritten at the end; until then, and when the input outgrows the size
+// its source announced, the member is valid gzip without an index.
+TEST(DeflateIndexedStream, HeaderRewrittenInPlaceWhenTheSizeIsKnown) {
+  const Bytes in = tandem::test::mixed_bytes(20 * 4096 + 17, 31);
+  for (const std::int64_t hint : {std::int64_t(in.size()), std::int64_t(in.size() + 9000), std::int64_t(4096)}) {
+    SCOPED_TRACE(hint);
+    for (const bool rewrite : {true, false}) {
+      Bytes z;
+      auto sink = tandem::vector_sink(&z);
+      int calls = 0;
+      DeflateOptions o;
+      o.chunk_size = 4096;
+      o.rewrite_header = [&](const std::uint8_t* header, std::size_t size) {
+        ++calls;
+        EXPECT_LE(size, z.size());
+        if (rewrite) std::memcpy(z.data(), header, size);
+        return tandem::Status{};
+      };
+      tandem::test::StingySource src(in, hint);
+      ASSERT_TRUE(tandem::deflate_compress_stream(src, *sink, o).ok());
+      sink.reset();
+      const bool fits = hint >= std::int64_t(in.size());
+      EXPECT_EQ(calls, fits ? 1 : 0);
+      format::GzipHeader h;
+      ASSERT_TRUE(format::parse_gzip_header(z.data(), z.size(), &h).ok());
+      EXPECT_EQ(h.has_index, fits && rewrite);
+      Bytes back;
+      DeflateStats stats;
+      ASSERT_TRUE(decompress(z, &back, DeflateContainer::detect, &stats).ok());
+      EXPECT_EQ(back, in);
+      EXPECT_EQ(stats.indexed_members, fits && rewrite ? 1u : 0u);
+      Bytes by_zlib;
+      ASSERT_TRUE(zlib_inflate(z, 31, &by_zlib));
+      EXPECT_EQ(by_zlib, in);
+    }
+  }
+}
+
 TEST(DeflateOptions, BadArgumentsAreRefused) {
   const Bytes in(10, 1);
   Bytes z;
