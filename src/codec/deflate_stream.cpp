@@ -33,6 +33,7 @@ constexpr std::size_t kInflateIn = 256u << 10;
 constexpr std::size_t kInflateOut = 256u << 10;
 constexpr std::size_t kMaxBgzfContent = 16u << 20;  // larger claimed ISIZEs go the streaming way
 constexpr std::uint64_t kMaxInflateRatio = 1032;
+constexpr std::uint64_t kBgzfBatchContent = 64u << 20;  // decoded bytes of one batch of BGZF members
 
 bool valid_chunk_size(std::size_t c) {
   return c >= (std::size_t{1} << format::kDeflateMinChunkLog2) &&
@@ -418,7 +419,10 @@ class Decompressor {
     ++dstats_.indexed_members;
     const std::size_t c = std::size_t{1} << index.chunk_log2;
     const std::size_t n = index.compressed_sizes.size();
-    const std::size_t batch = std::max<std::size_t>(1, std::max(detail::batch_items(threads_), kStreamBatchBytes / c));
+    // Two chunks per thread, at most 256 MiB of them (large chunks), and at
+    // least 8 MiB (small ones).
+    const std::size_t batch = std::max(kStreamBatchBytes / c,
+                                       std::min(detail::batch_items(threads_), std::max<std::size_t>(1, (256u << 20) / c)));
     std::vector<std::size_t> produced(batch);
     std::vector<std::uint32_t> crcs(batch);
     std::vector<Status> statuses(batch);
@@ -504,7 +508,12 @@ class Decompressor {
       if (size < h.size + format::kGzipTrailerSize || size > avail - offset) break;
       std::uint32_t crc = 0, isize = 0;
       format::read_gzip_trailer(p + size - format::kGzipTrailerSize, &crc, &isize);
-      if (isize > kMaxBgzfContent) break;
+      // An ISIZE that its compressed bytes cannot yield, or a batch that
+      // would hold too much, stops the batch (the streaming way then reads
+      // what is left), so that a small file cannot claim large staging.
+      const std::uint64_t body = size - h.size - format::kGzipTrailerSize;
+      if (isize > kMaxBgzfContent || isize > body * kMaxInflateRatio + 1024) break;
+      if (!members.empty() && content + isize > kBgzfBatchContent) break;
       members.push_back({offset, h.size, size, crc, isize});
       offset += size;
       content += isize;

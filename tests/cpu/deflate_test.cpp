@@ -500,6 +500,11 @@ TEST(DeflateMalformed, ChecksumsAndSizes) {
   Bytes bad_isize = bgzf;
   bad_isize[first_size - 4] ^= 1;
   EXPECT_STATUS(decompress(bad_isize, &back), StatusCode::checksum_mismatch);
+  // An ISIZE its bytes cannot yield (about 1 GiB): read the streaming way,
+  // without staging for the claim.
+  Bytes huge_isize = bgzf;
+  huge_isize[first_size - 1] = 0x40;
+  EXPECT_STATUS(decompress(huge_isize, &back), StatusCode::checksum_mismatch);
 }
 
 TEST(DeflateMalformed, EveryCutIsTruncated) {
