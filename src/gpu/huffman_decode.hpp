@@ -78,53 +78,74 @@ struct HuffmanTable {
   std::uint16_t sorted[kSymbols];            // symbols ordered by (length, symbol)
 
   // Builds the table from lengths[0 .. n) (0 means the symbol is unused).
-  TANDEM_HD HuffmanStatus build(const std::uint8_t* lengths, int n, CodeKind kind) {
+  // `lanes` threads (a power of two, at most 32) may build one table
+  // together, each calling build with its `lane`; all get the same status.
+  // Lane k alone writes the primary entries i with i % lanes == k, zeroing
+  // and filling them, so no lane overwrites another's; the other fields each
+  // lane writes alike, from values it computed itself. The caller
+  // synchronises the lanes before the table is read.
+  TANDEM_HD HuffmanStatus build(const std::uint8_t* lengths, int n, CodeKind kind, std::uint32_t lane = 0,
+                                std::uint32_t lanes = 1) {
     if (n < 0 || n > kSymbols) return HuffmanStatus::length_too_long;
-    for (int l = 0; l <= kMaxCodeLength; ++l) count[l] = 0;
+    std::uint32_t cnt[kMaxCodeLength + 1];
+    for (int l = 0; l <= kMaxCodeLength; ++l) cnt[l] = 0;
     for (int s = 0; s < n; ++s) {
       if (lengths[s] > kMaxCodeLength) return HuffmanStatus::length_too_long;
-      ++count[lengths[s]];
+      ++cnt[lengths[s]];
     }
-    count[0] = 0;
+    cnt[0] = 0;
     // Kraft: `left` codes of the current length are still free.
     std::int32_t left = 1;
-    int used = 0;
+    std::uint32_t used = 0;
     for (int l = 1; l <= kMaxCodeLength; ++l) {
-      left = 2 * left - count[l];
+      left = 2 * left - static_cast<std::int32_t>(cnt[l]);
       if (left < 0) return HuffmanStatus::oversubscribed;
-      used += count[l];
+      used += cnt[l];
     }
     if (used == 0) {
       if (kind != CodeKind::distance) return HuffmanStatus::empty;
     } else if (left != 0) {
-      const bool single = used == 1 && count[1] == 1;
+      const bool single = used == 1 && cnt[1] == 1;
       if (kind == CodeKind::precode || !single) return HuffmanStatus::incomplete;
     }
+    std::uint32_t fst[kMaxCodeLength + 1], off[kMaxCodeLength + 1], next[kMaxCodeLength + 1];
     std::uint32_t code = 0;
     std::uint32_t index = 0;
+    fst[0] = off[0] = next[0] = 0;
     for (int l = 1; l <= kMaxCodeLength; ++l) {
-      code = (code + count[l - 1]) << 1;
-      first[l] = static_cast<std::uint16_t>(code);
-      offset[l] = static_cast<std::uint16_t>(index);
-      index += count[l];
+      code = (code + cnt[l - 1]) << 1;
+      fst[l] = code;
+      off[l] = index;
+      next[l] = 0;
+      index += cnt[l];
     }
-    first[0] = 0;
-    offset[0] = 0;
-    for (std::uint32_t i = 0; i <= kMask; ++i) primary[i] = 0;
+    for (int l = 0; l <= kMaxCodeLength; ++l) {
+      count[l] = static_cast<std::uint16_t>(cnt[l]);
+      first[l] = static_cast<std::uint16_t>(fst[l]);
+      offset[l] = static_cast<std::uint16_t>(off[l]);
+    }
+    for (std::uint32_t i = lane; i <= kMask; i += lanes) primary[i] = 0;
     // Symbols in canonical order: by length, then by symbol.
-    std::uint16_t next[kMaxCodeLength + 1];
-    for (int l = 0; l <= kMaxCodeLength; ++l) next[l] = 0;
     for (int s = 0; s < n; ++s) {
       const int l = lengths[s];
       if (l == 0) continue;
       const std::uint32_t rank = next[l]++;
-      sorted[offset[l] + rank] = static_cast<std::uint16_t>(s);
-      const std::uint32_t c = first[l] + rank;
+      sorted[off[l] + rank] = static_cast<std::uint16_t>(s);
+      const std::uint32_t c = fst[l] + rank;
       if (l <= kBits) {
+        // The entries r, r + step, ... (every index whose low l bits are r).
         const std::uint16_t entry = static_cast<std::uint16_t>((l << 9) | s);
-        for (std::uint32_t i = reverse_bits(c, l); i <= kMask; i += 1u << l) primary[i] = entry;
+        const std::uint32_t r = reverse_bits(c, l);
+        const std::uint32_t step = 1u << l;
+        if (step >= lanes) {
+          if ((r & (lanes - 1)) == lane)
+            for (std::uint32_t i = r; i <= kMask; i += step) primary[i] = entry;
+        } else if ((lane & (step - 1)) == r) {
+          for (std::uint32_t i = lane; i <= kMask; i += lanes) primary[i] = entry;
+        }
       } else {
-        primary[reverse_bits(c >> (l - kBits), kBits)] = kLong;
+        const std::uint32_t i = reverse_bits(c >> (l - kBits), kBits);
+        if ((i & (lanes - 1)) == lane) primary[i] = kLong;
       }
     }
     return HuffmanStatus::ok;

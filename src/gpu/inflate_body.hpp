@@ -166,6 +166,9 @@ struct InflateTables {
 // ThreadWriter: one thread writes everything.
 struct ThreadWriter {
   TANDEM_HD void sync() const {}
+  // This thread's share of a table build: all of it.
+  TANDEM_HD std::uint32_t build_lane() const { return 0; }
+  TANDEM_HD std::uint32_t build_lanes() const { return 1; }
   TANDEM_HD void literal(std::uint8_t* out, std::size_t at, std::uint8_t b) const { out[at] = b; }
   // out[at + j] = out[at - distance + j] for j < length, as LZ77 means it
   // (the source may overlap the bytes being written).
@@ -196,6 +199,22 @@ struct WarpWriter {
   TANDEM_HD void sync() const {
 #if defined(__CUDA_ARCH__)
     __syncwarp();
+#endif
+  }
+  // The lanes split the primary lookups of a table build (the host, one
+  // thread, builds it all).
+  TANDEM_HD std::uint32_t build_lane() const {
+#if defined(__CUDA_ARCH__)
+    return lane;
+#else
+    return 0;
+#endif
+  }
+  TANDEM_HD std::uint32_t build_lanes() const {
+#if defined(__CUDA_ARCH__)
+    return kLanes;
+#else
+    return 1;
 #endif
   }
 
@@ -236,19 +255,22 @@ struct WarpWriter {
 namespace detail {
 
 // The fixed code of RFC 1951 3.2.6.
-TANDEM_HD void build_fixed(InflateTables& t) {
+TANDEM_HD void build_fixed(InflateTables& t, std::uint32_t lane, std::uint32_t lanes) {
   std::uint8_t lengths[288];
   for (int i = 0; i < 144; ++i) lengths[i] = 8;
   for (int i = 144; i < 256; ++i) lengths[i] = 9;
   for (int i = 256; i < 280; ++i) lengths[i] = 7;
   for (int i = 280; i < 288; ++i) lengths[i] = 8;
-  (void)t.litlen.build(lengths, 288, CodeKind::litlen);
+  (void)t.litlen.build(lengths, 288, CodeKind::litlen, lane, lanes);
   for (int i = 0; i < 32; ++i) lengths[i] = 5;
-  (void)t.distance.build(lengths, 32, CodeKind::distance);
+  (void)t.distance.build(lengths, 32, CodeKind::distance, lane, lanes);
 }
 
 // Reads a dynamic block's code lengths and builds its tables.
-TANDEM_HD InflateStatus read_dynamic(BitReader& br, InflateTables& t) {
+template <class Writer>
+TANDEM_HD InflateStatus read_dynamic(BitReader& br, InflateTables& t, const Writer& w) {
+  const std::uint32_t lane = w.build_lane();
+  const std::uint32_t lanes = w.build_lanes();
   br.refill();
   if (br.avail < 14) return InflateStatus::truncated;
   const std::uint32_t hlit = br.peek(5) + 257;
@@ -265,7 +287,9 @@ TANDEM_HD InflateStatus read_dynamic(BitReader& br, InflateTables& t) {
     lengths[kOrder[i]] = static_cast<std::uint8_t>(br.peek(3));
     br.drop(3);
   }
-  if (t.precode.build(lengths, 19, CodeKind::precode) != HuffmanStatus::ok) return InflateStatus::bad_precode;
+  const HuffmanStatus pre = t.precode.build(lengths, 19, CodeKind::precode, lane, lanes);
+  w.sync();
+  if (pre != HuffmanStatus::ok) return InflateStatus::bad_precode;
   const std::uint32_t total = hlit + hdist;
   std::uint32_t n = 0;
   while (n < total) {
@@ -299,9 +323,10 @@ TANDEM_HD InflateStatus read_dynamic(BitReader& br, InflateTables& t) {
     for (std::uint32_t i = 0; i < repeat; ++i) lengths[n++] = value;
   }
   if (lengths[256] == 0) return InflateStatus::bad_litlen_code;
-  if (t.litlen.build(lengths, static_cast<int>(hlit), CodeKind::litlen) != HuffmanStatus::ok)
+  if (t.litlen.build(lengths, static_cast<int>(hlit), CodeKind::litlen, lane, lanes) != HuffmanStatus::ok)
     return InflateStatus::bad_litlen_code;
-  if (t.distance.build(lengths + hlit, static_cast<int>(hdist), CodeKind::distance) != HuffmanStatus::ok)
+  if (t.distance.build(lengths + hlit, static_cast<int>(hdist), CodeKind::distance, lane, lanes) !=
+      HuffmanStatus::ok)
     return InflateStatus::bad_distance_code;
   return InflateStatus::ok;
 }
@@ -408,9 +433,9 @@ TANDEM_HD InflateResult inflate_stream(const std::uint8_t* in, std::size_t in_si
     } else {
       w.sync();
       if (type == 1) {
-        detail::build_fixed(t);
+        detail::build_fixed(t, w.build_lane(), w.build_lanes());
       } else {
-        s = detail::read_dynamic(br, t);
+        s = detail::read_dynamic(br, t, w);
       }
       w.sync();
       if (s != InflateStatus::ok) break;

@@ -226,8 +226,15 @@ TEST(HuffmanDecode, DecodesEveryCanonicalCode) {
     std::shuffle(lens.begin(), lens.end(), rng);
     std::vector<std::uint8_t> l8(lens.begin(), lens.end());
     gpu::inflate::LitLenTable t;
+    std::memset(&t, 0x5a, sizeof t);
     ASSERT_EQ(t.build(l8.data(), static_cast<int>(l8.size()), CodeKind::litlen), HuffmanStatus::ok);
     ++built;
+    // Built by 32 lanes in turn (as a warp splits it), the table is the same.
+    auto split = std::make_unique<gpu::inflate::LitLenTable>();
+    std::memset(split.get(), 0x5a, sizeof *split);
+    for (std::uint32_t lane = 0; lane < 32; ++lane)
+      ASSERT_EQ(split->build(l8.data(), static_cast<int>(l8.size()), CodeKind::litlen, lane, 32), HuffmanStatus::ok);
+    ASSERT_EQ(std::memcmp(split.get(), &t, sizeof t), 0);
     const std::vector<std::uint32_t> codes = is::canonical_codes(lens);
     for (std::size_t s = 0; s < lens.size(); ++s) {
       const std::uint32_t rev = gpu::inflate::reverse_bits(codes[s], lens[s]);
