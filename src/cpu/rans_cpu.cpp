@@ -85,12 +85,13 @@ Status encode(std::span<const std::uint8_t> in, const Params& params, std::span<
 
   std::vector<std::uint16_t> words(h.chunk_size);
   std::uint32_t states[kMaxLanes];
+  alignas(4) std::uint8_t ring[body::kRingBytes];
   for (std::uint32_t i = 0; i < h.chunk_count; ++i) {
     const std::uint32_t len = body::chunk_length(h, i);
     const std::uint32_t lanes = chunk_lanes(len, params.lanes);
     const std::uint8_t* chunk = in.data() + static_cast<std::size_t>(i) * h.chunk_size;
     const std::uint32_t count =
-        body::encode_chunk(w, chunk, len, lanes, params.scale_bits, table, states, words.data() + len);
+        body::encode_chunk(w, chunk, len, lanes, params.scale_bits, table, states, words.data() + len, ring);
     const std::uint32_t sb = body::state_bytes(states, lanes);
     const std::size_t payload = sb + 2 * std::size_t{count};
     if (payload > out.size() - at) return too_small;
@@ -153,11 +154,12 @@ Status decode(std::span<const std::uint8_t> in, std::span<std::uint8_t> out, std
     cum += freq[s];
   }
   const std::uint8_t* dir = in.data() + body::directory_at(h);
+  alignas(4) std::uint8_t ring[body::kRingBytes];
   for (std::uint32_t i = 0; i < h.chunk_count; ++i) {
     const body::Entry entry = body::read_entry(dir, i);
     e = body::decode_chunk(w, in.data() + offsets[i], entry.lanes, entry.state_bytes, entry.words,
                            body::chunk_length(h, i), h.scale_bits, slots.data(),
-                           out.data() + static_cast<std::size_t>(i) * h.chunk_size);
+                           out.data() + static_cast<std::size_t>(i) * h.chunk_size, ring);
     if (e != Error::ok) return fail(e, error);
   }
   *out_size = h.length;

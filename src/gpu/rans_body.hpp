@@ -365,6 +365,58 @@ TANDEM_HD std::uint32_t slot_entry(std::uint32_t symbol, std::uint32_t f, std::u
 
 // ------------------------------------------------------------- chunks ----
 
+// ---------------------------------------------------------- staging ----
+//
+// The chunk coders read their input (the encoder a chunk's bytes, the
+// decoder its words) through a per-warp ring of kRingBytes in memory the
+// warp shares (shared memory on the device), filled kRingHalf bytes at a
+// time by coalesced aligned 4-byte loads. A step then waits on a
+// shared-memory load instead of a global one, and the global loads are
+// issued a whole half at a time, well ahead of the steps that use them.
+//
+// Positions are relative to the 4-byte boundary at or below the source's
+// first byte: the source's byte j is at position j + align, align =
+// source address % 4, and position r lives at ring[r % kRingBytes]. A half
+// covers positions [p, p + kRingHalf), p a multiple of kRingHalf.
+inline constexpr std::uint32_t kRingBytes = 1024;
+inline constexpr std::uint32_t kRingHalf = kRingBytes / 2;
+inline constexpr std::uint32_t kRingLoads = kRingHalf / (4 * simt::kWarpSize);  // 4-byte loads per lane per half
+
+TANDEM_HD std::uint32_t ring_align(const std::uint8_t* src) {
+  return static_cast<std::uint32_t>(reinterpret_cast<std::uintptr_t>(src) & 3u);
+}
+
+// Puts the half at position p of the source src[0, len) (align =
+// ring_align(src)) into the ring; positions outside the source read as zero.
+// Reads nothing outside src[0, len). The caller syncs the warp before (the
+// half's old bytes are read) and after (each lane writes its own words).
+TANDEM_HD void ring_fill(const Warp& w, const std::uint8_t* src, std::uint32_t len, std::uint32_t align,
+                         std::uint32_t p, std::uint8_t* ring) {
+  const std::uint32_t end = align + len;  // positions of the source: [align, end)
+  w.each([&](int l) {
+    std::uint32_t v[kRingLoads];
+    TANDEM_UNROLL
+    for (std::uint32_t j = 0; j < kRingLoads; ++j) {
+      const std::uint32_t q = p + 4 * (static_cast<std::uint32_t>(l) + simt::kWarpSize * j);
+      if (q >= align && q + 4 <= end) {
+        v[j] = simt::load_aligned_u32(src + (q - align));
+      } else {
+        v[j] = 0;
+        for (std::uint32_t b = 0; b < 4; ++b) {
+          if (q + b >= align && q + b < end) v[j] |= std::uint32_t{src[q + b - align]} << (8 * b);
+        }
+      }
+    }
+    TANDEM_UNROLL
+    for (std::uint32_t j = 0; j < kRingLoads; ++j) {
+      const std::uint32_t q = p + 4 * (static_cast<std::uint32_t>(l) + simt::kWarpSize * j);
+      simt::store_aligned_u32(ring + (q & (kRingBytes - 1)), v[j]);
+    }
+  });
+}
+
+TANDEM_HD std::uint32_t ring_byte(const std::uint8_t* ring, std::uint32_t r) { return ring[r & (kRingBytes - 1)]; }
+
 // Lane l's symbols in a chunk of n bytes with K lanes (0 for l >= K).
 TANDEM_HD std::uint32_t lane_symbols(std::uint32_t l, std::uint32_t n, std::uint32_t K) {
   return l < K ? (n - l + K - 1) / K : 0u;
@@ -376,9 +428,10 @@ TANDEM_HD std::uint32_t raw_symbols(std::uint32_t count) {
 // Encodes the chunk in[0, n) (n >= 1) with K lanes (1 <= K <= min(32, n)):
 // lane l's final state (>= 2^16) to states[l], the words to words_end[-W, 0). Returns
 // W (at most one word per coded symbol). table: encode entries of 256 symbols.
+// ring: kRingBytes, 4-aligned, the warp's own, for staging the chunk's bytes.
 TANDEM_HD std::uint32_t encode_chunk(const Warp& w, const std::uint8_t* in, std::uint32_t n, std::uint32_t K,
                                      std::uint32_t scale_bits, const EncSym* table, std::uint32_t* states,
-                                     std::uint16_t* words_end) {
+                                     std::uint16_t* words_end, std::uint8_t* ring) {
   const Lanes<std::uint32_t> coded = w.map([&](int l) {
     const std::uint32_t c = lane_symbols(static_cast<std::uint32_t>(l), n, K);
     return c - raw_symbols(c);
@@ -392,10 +445,29 @@ TANDEM_HD std::uint32_t encode_chunk(const Warp& w, const std::uint8_t* in, std:
   });
   const std::uint32_t steps = w.max(coded);
   const std::uint32_t shift = 32 - scale_bits;
+  // Steps go down through the chunk: step t reads positions [align + tK,
+  // align + tK + K), and the ring holds [low, low + kRingBytes). Once a step
+  // reaches below low, nothing above low + kRingHalf is read again (K <=
+  // 32), so that half takes the one below.
+  const std::uint32_t align = ring_align(in);
+  std::uint32_t low = 0;
+  if (steps > 0) {
+    const std::uint32_t top = (align + steps * K + kRingHalf - 1) / kRingHalf * kRingHalf;
+    ring_fill(w, in, n, align, top - kRingHalf, ring);
+    low = top >= kRingBytes ? top - kRingBytes : 0;
+    if (top >= kRingBytes) ring_fill(w, in, n, align, low, ring);
+    w.sync();
+  }
   std::uint32_t used = 0;
   for (std::uint32_t t = steps; t-- > 0;) {
+    if (align + t * K < low) {
+      w.sync();
+      low -= kRingHalf;
+      ring_fill(w, in, n, align, low, ring);
+      w.sync();
+    }
     const Lanes<EncSym> e = w.map([&](int l) {
-      return t < coded[l] ? table[in[static_cast<std::uint32_t>(l) + t * K]] : EncSym{0, 0};
+      return t < coded[l] ? table[ring_byte(ring, align + static_cast<std::uint32_t>(l) + t * K)] : EncSym{0, 0};
     });
     const Lanes<bool> emit = w.map([&](int l) { return t < coded[l] && (x[l] >> shift) >= (e[l].fc & 0xFFFFu); });
     const std::uint32_t mask = w.ballot(emit);
@@ -452,11 +524,12 @@ TANDEM_HD void pack_states(const std::uint32_t* states, std::uint32_t K, std::ui
 
 // Decodes a chunk of n bytes with K lanes (1 <= K <= min(32, n)) from its
 // payload: S bytes of states, then W words (2 bytes each), all of it
-// readable. slots: 2^scale_bits decoding slots. Writes out[0, n) and
-// nothing else (on failure some of it).
+// readable. slots: 2^scale_bits decoding slots. ring: kRingBytes, 4-aligned,
+// the warp's own, for staging the words. Writes out[0, n) and nothing else
+// (on failure some of it).
 TANDEM_HD Error decode_chunk(const Warp& w, const std::uint8_t* payload, std::uint32_t K, std::uint32_t S,
                              std::uint32_t W, std::uint32_t n, std::uint32_t scale_bits, const std::uint32_t* slots,
-                             std::uint8_t* out) {
+                             std::uint8_t* out, std::uint8_t* ring) {
   // The states: their lengths, each lane's place among their bits, checked
   // against S and for zero padding.
   const std::uint32_t nibble_bytes = (K + 1) / 2;
@@ -484,6 +557,15 @@ TANDEM_HD Error decode_chunk(const Warp& w, const std::uint8_t* payload, std::ui
   const Lanes<std::uint32_t> coded = w.map([&](int l) { return count[l] - raw_symbols(count[l]); });
   const std::uint32_t steps = w.max(coded);
   const std::uint32_t slot_mask = (1u << scale_bits) - 1;
+  // Word k is at position align + 2k; the ring holds [filled - kRingBytes,
+  // filled). A step takes at most 32 words, so when its words reach past
+  // `filled`, the half below the step's first word is done with.
+  const std::uint32_t align = ring_align(words);
+  const std::uint32_t word_bytes = 2 * W;
+  ring_fill(w, words, word_bytes, align, 0, ring);
+  ring_fill(w, words, word_bytes, align, kRingHalf, ring);
+  std::uint32_t filled = kRingBytes;
+  w.sync();
   std::uint32_t used = 0;
   for (std::uint32_t t = 0; t < steps; ++t) {
     w.each([&](int l) {
@@ -497,10 +579,17 @@ TANDEM_HD Error decode_chunk(const Warp& w, const std::uint8_t* payload, std::ui
     const std::uint32_t mask = w.ballot(need);
     const std::uint32_t taken = static_cast<std::uint32_t>(simt::popcount(mask));
     if (taken > W - used) return Error::words_exhausted;
+    if (align + 2 * (used + taken) > filled) {
+      w.sync();
+      ring_fill(w, words, word_bytes, align, filled, ring);
+      filled += kRingHalf;
+      w.sync();
+    }
     w.each([&](int l) {
       if (need[l]) {
         const std::uint32_t rank = static_cast<std::uint32_t>(simt::popcount(mask & ((1u << l) - 1u)));
-        x[l] = (x[l] << 16) | load_u16le(words + 2 * (used + rank));
+        const std::uint32_t r = align + 2 * (used + rank);
+        x[l] = (x[l] << 16) | ring_byte(ring, r) | (ring_byte(ring, r + 1) << 8);
       }
     });
     used += taken;

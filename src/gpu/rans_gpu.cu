@@ -11,7 +11,8 @@
 //              table written to the output, the encoding table
 //   encode     thread blocks over (item, group of kEncWarps chunks): the
 //              item's encoding table in shared memory, a warp per chunk
-//              coding into fixed-size scratch (states, words)
+//              coding into fixed-size scratch (states, words), its bytes
+//              staged through a shared-memory ring (rans_body.hpp)
 //   place      a warp per item: a scan of the chunks' payload sizes gives
 //              their offsets; the directory, the stream's size, its error
 //   copy       thread blocks over the same groups: each chunk's states and
@@ -21,7 +22,8 @@
 //              table, directory: rans_body.hpp's prepare_stream), payload
 //              offsets and the cumulative table to scratch, chunk groups counted
 //   decode     thread blocks over (item, group of kDecWarps chunks): the
-//              decoding slots built in shared memory, a warp per chunk
+//              decoding slots built in shared memory, a warp per chunk, its
+//              words staged through a shared-memory ring
 //   finish     a warp per item: the first failed chunk's error, the size
 // The work-list kernels run as many thread blocks as the device holds and
 // loop over their units, so an uneven batch launches no idle blocks.
@@ -261,6 +263,7 @@ __global__ void __launch_bounds__(kItemThreads) rans_table_kernel(CompressArgs a
 
 __global__ void __launch_bounds__(kEncWarps * kWarpThreads) rans_encode_kernel(CompressArgs a) {
   __shared__ body::EncSym table[256];
+  __shared__ __align__(16) std::uint8_t rings[kEncWarps][body::kRingBytes];
   const std::uint32_t* prefix = a.chunk_units + a.n + 1;
   const std::uint32_t total = prefix[a.n];
   const int warp = static_cast<int>(threadIdx.x) / kWarpThreads;
@@ -280,7 +283,7 @@ __global__ void __launch_bounds__(kEncWarps * kWarpThreads) rans_encode_kernel(C
       const auto* in = static_cast<const std::uint8_t*>(a.in_ptrs[i]) + static_cast<std::size_t>(c) * a.chunk_size;
       const std::uint32_t count = body::encode_chunk(simt::Warp{}, in, len, lanes, a.scale_bits, table,
                                                      a.states + slot * rans::kMaxLanes,
-                                                     a.words + slot * a.chunk_size + len);
+                                                     a.words + slot * a.chunk_size + len, rings[warp]);
       __syncwarp();  // the lanes' states, written by each, read by all
       const std::uint32_t sb = body::state_bytes(a.states + slot * rans::kMaxLanes, lanes);
       if (lane_id() == 0) a.meta[slot] = make_uint2(lanes | (sb << 8), count);
@@ -443,6 +446,7 @@ __global__ void __launch_bounds__(kItemThreads) rans_prepare_kernel(DecompressAr
 __global__ void __launch_bounds__(kDecWarps * kWarpThreads) rans_decode_kernel(DecompressArgs a) {
   __shared__ std::uint32_t table[256];
   __shared__ std::uint32_t slots[1u << rans::kMaxScaleBits];
+  __shared__ __align__(16) std::uint8_t rings[kDecWarps][body::kRingBytes];
   const std::uint32_t* prefix = a.units + a.n + 1;
   const std::uint32_t total = prefix[a.n];
   const int warp = static_cast<int>(threadIdx.x) / kWarpThreads;
@@ -482,7 +486,7 @@ __global__ void __launch_bounds__(kDecWarps * kWarpThreads) rans_decode_kernel(D
       auto* out = static_cast<std::uint8_t*>(a.out_ptrs[i]) + static_cast<std::size_t>(c) * info.chunk_size;
       const Error e = body::decode_chunk(simt::Warp{}, in + a.offsets[i * a.max_chunks + c], entry.lanes,
                                          entry.state_bytes, entry.words, body::chunk_length(h, c), info.scale_bits,
-                                         slots, out);
+                                         slots, out, rings[warp]);
       if (lane_id() == 0) a.chunk_errors[i * a.max_chunks + c] = static_cast<std::int32_t>(e);
     }
     __syncthreads();
@@ -637,6 +641,11 @@ Status rans_decompress_async(const void* const* d_in_ptrs, const std::size_t* d_
   TANDEM_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(t + l.scan, l.scan_bytes, a.units, a.units + n1, n1, s),
                     "cub::DeviceScan::ExclusiveSum");
   const std::size_t groups = num_items * ((l.max_chunks + kDecWarps - 1) / kDecWarps);
+  // The decode blocks' shared memory (slots and word rings, some 21 KiB)
+  // lets ten share an SM only with the largest carveout.
+  TANDEM_CUDA_CHECK(cudaFuncSetAttribute(rans_decode_kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
+                                         cudaSharedmemCarveoutMaxShared),
+                    "cudaFuncSetAttribute");
   rans_decode_kernel<<<list_blocks<rans_decode_kernel, kDecWarps * kWarpThreads>(groups), kDecWarps * kWarpThreads, 0,
                        s>>>(a);
   rans_finish_kernel<<<blocks_for(num_items * kWarpThreads, kItemThreads), kItemThreads, 0, s>>>(a);

@@ -8,7 +8,8 @@
 //   corruptions) get, item by item, the CPU decoder's error, and a batch
 //   that mixes them with valid streams decodes the valid ones;
 // - outputs too small, null pointers and oversized items get their errors;
-// - items sit at odd addresses, and every output buffer is followed by guard
+// - items sit at every address modulo 4 (the kernels stage their input
+//   through aligned loads), and every output buffer is followed by guard
 //   bytes that must survive.
 //
 // Skips without a CUDA device, and compiles to a skip in a build without CUDA.
@@ -48,15 +49,15 @@ using test::upload;
 
 constexpr std::size_t kGuard = 64;
 constexpr std::uint8_t kGuardByte = 0xA5;
-constexpr std::size_t kSkew = 3;  // items start 3 bytes past a 16-byte boundary
+constexpr std::size_t kSkew = 3;  // item i starts (kSkew + i) % 4 bytes past a 16-byte boundary
 
 struct Result {
   Error error;
   Bytes bytes;
 };
 
-// Lays out items back to back in one device buffer, each at 16k + kSkew and
-// followed by guard bytes; returns the device pointers.
+// Lays out items back to back in one device buffer, item i at 16k + (kSkew +
+// i) % 4 and followed by guard bytes; returns the device pointers.
 struct Packed {
   std::vector<std::size_t> at;
   Bytes host;
@@ -65,7 +66,7 @@ Packed pack(const std::vector<Bytes>& items, const std::vector<std::size_t>& roo
   Packed p;
   std::size_t pos = 0;
   for (std::size_t i = 0; i < items.size(); ++i) {
-    pos = (pos + 15) / 16 * 16 + kSkew;
+    pos = (pos + 15) / 16 * 16 + (kSkew + i) % 4;
     p.at.push_back(pos);
     pos += room[i] + kGuard;
   }
