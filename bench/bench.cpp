@@ -44,6 +44,8 @@
 #include "bench/bench_gpu.hpp"
 #include "bench/bench_report.hpp"
 #include "bench/hybrid_bench.hpp"
+#include "bench/deflate_gpu_bench.hpp"
+#include "bench/inflate_bench.hpp"
 #include "bench/rans_bench.hpp"
 #include "tandem/tandem.hpp"
 
@@ -377,7 +379,7 @@ bool gpu_available() { return gpu_bench_compiled() && backend_info().gpu_count >
 // Checks everything that does not need the inputs; returns 0 or an exit code.
 int check_config(const BenchConfig& config) {
   if (config.codec != "lz4") {
-    std::fprintf(stderr, "tandem bench: unknown codec '%s' (known: lz4, rans)\n", config.codec.c_str());
+    std::fprintf(stderr, "tandem bench: unknown codec '%s' (known: lz4, rans, deflate)\n", config.codec.c_str());
     return 2;
   }
   Backend requested{};
@@ -530,9 +532,34 @@ bool parse_chunk_list(std::string_view text, std::vector<std::size_t>* chunks, s
   return true;
 }
 
+// `--codec deflate`: GPU deflate compression, then GPU inflate, each against
+// libdeflate in the same run. JSON: FILE for the first, FILE-inflate for the
+// second (before FILE's extension).
+int run_deflate(const BenchConfig& config) {
+  DeflateGpuBenchConfig d;
+  d.paths = config.paths;
+  d.threads = config.threads;
+  d.json_path = config.json_path;
+  const int code = run_deflate_gpu_bench(d);
+  if (code == 2) return code;
+  InflateBenchConfig i;
+  i.paths = config.paths;
+  i.threads = config.threads;
+  if (!config.json_path.empty()) {
+    const std::size_t dot = config.json_path.rfind('.');
+    const std::size_t slash = config.json_path.rfind('/');
+    const bool ext = dot != std::string::npos && (slash == std::string::npos || dot > slash);
+    i.json_path = ext ? config.json_path.substr(0, dot) + "-inflate" + config.json_path.substr(dot)
+                      : config.json_path + "-inflate";
+  }
+  const int inflate_code = run_inflate_bench(i);
+  return code != 0 ? code : inflate_code;
+}
+
 int run(const BenchConfig& config) {
   try {
     if (config.codec == "rans") return run_rans_bench(config);
+    if (config.codec == "deflate") return run_deflate(config);
     return config.hybrid ? run_hybrid(config) : run_checked(config);
   } catch (const std::bad_alloc&) {
     std::fprintf(stderr, "tandem bench: out of memory\n");

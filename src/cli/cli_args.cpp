@@ -396,9 +396,10 @@ CommandLine parse_command_line(int argc, char** argv) {
   CLI::App* bench_cmd = app.add_subcommand("bench", "Measure tandem and liblz4 on FILES and DIRS");
   bench_cmd->add_option("FILES", bench.paths, "Files, and directories whose regular files are read")
       ->required();
-  bench_cmd->add_option("--codec", bench.codec, "Codec: lz4 (the default), or rans (tandem's rANS format)")
+  bench_cmd->add_option("--codec", bench.codec,
+                        "Codec: lz4 (the default); rans (tandem's rANS format); deflate (GPU deflate and inflate)")
       ->type_name("NAME")
-      ->check(silent(CLI::IsMember({"lz4", "rans"})));
+      ->check(silent(CLI::IsMember({"lz4", "rans", "deflate"})));
   bench_cmd->add_option("--backend", bench.backend, "Where tandem runs: cpu, gpu or auto (default)")
       ->type_name("cpu|gpu|auto")
       ->check(silent(CLI::IsMember(kBackends)));
