@@ -502,24 +502,38 @@ TANDEM_HD std::uint32_t state_bytes(const std::uint32_t* states, std::uint32_t K
   for (std::uint32_t l = 0; l < K; ++l) bits += static_cast<std::uint32_t>(simt::last_set(states[l]));
   return (K + 1) / 2 + (bits + 7) / 8;
 }
-TANDEM_HD void pack_states(const std::uint32_t* states, std::uint32_t K, std::uint8_t* out) {
+// The same from state_at(l), lane l's state (called for l < K only, in an
+// order that does not depend on the states: on the device every lane of a
+// warp may run this with a shuffle for state_at); the bytes go to out only
+// when `store`.
+template <class StateAt>
+TANDEM_HD void pack_states_with(StateAt state_at, std::uint32_t K, std::uint8_t* out, bool store) {
   const auto nibble = [&](std::uint32_t l) {
-    return l < K ? static_cast<std::uint32_t>(simt::last_set(states[l])) - 16 : 0u;
+    return l < K ? static_cast<std::uint32_t>(simt::last_set(state_at(l))) - 16 : 0u;
   };
-  for (std::uint32_t b = 0; b < (K + 1) / 2; ++b) *out++ = static_cast<std::uint8_t>(nibble(2 * b) | (nibble(2 * b + 1) << 4));
+  for (std::uint32_t b = 0; b < (K + 1) / 2; ++b) {
+    const auto v = static_cast<std::uint8_t>(nibble(2 * b) | (nibble(2 * b + 1) << 4));
+    if (store) *out = v;
+    ++out;
+  }
   std::uint64_t acc = 0;
   std::uint32_t held = 0;
   for (std::uint32_t l = 0; l < K; ++l) {
-    const std::uint32_t nb = static_cast<std::uint32_t>(simt::last_set(states[l]));
-    acc |= static_cast<std::uint64_t>(states[l] & ((1u << nb) - 1u)) << held;
+    const std::uint32_t x = state_at(l);
+    const std::uint32_t nb = static_cast<std::uint32_t>(simt::last_set(x));
+    acc |= static_cast<std::uint64_t>(x & ((1u << nb) - 1u)) << held;
     held += nb;
     while (held >= 8) {
-      *out++ = static_cast<std::uint8_t>(acc);
+      if (store) *out = static_cast<std::uint8_t>(acc);
+      ++out;
       acc >>= 8;
       held -= 8;
     }
   }
-  if (held) *out = static_cast<std::uint8_t>(acc);
+  if (held && store) *out = static_cast<std::uint8_t>(acc);
+}
+TANDEM_HD void pack_states(const std::uint32_t* states, std::uint32_t K, std::uint8_t* out) {
+  pack_states_with([&](std::uint32_t l) { return states[l]; }, K, out, true);
 }
 
 // Decodes a chunk of n bytes with K lanes (1 <= K <= min(32, n)) from its

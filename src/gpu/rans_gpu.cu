@@ -51,6 +51,7 @@ constexpr int kHistThreads = 256;
 constexpr std::uint32_t kHistTile = 64 * 1024;
 constexpr int kEncWarps = 4;
 constexpr int kDecWarps = 4;
+constexpr int kCopyBatch = 8;  // words per lane per round of the copy kernel
 constexpr std::size_t kAlign = 256;
 
 std::size_t align_up(std::size_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
@@ -337,11 +338,36 @@ __global__ void __launch_bounds__(kEncWarps * kWarpThreads) rans_copy_kernel(Com
     const std::uint32_t len = c + 1 < info.chunk_count ? a.chunk_size : info.length - c * a.chunk_size;
     std::uint8_t* out = static_cast<std::uint8_t*>(a.out_ptrs[i]) + a.offsets[slot];
     const std::uint32_t lanes = m.x & 0xFFu, sb = m.x >> 8;
-    // Lane 0 packs the states; the warp copies the words after them.
-    if (lane_id() == 0) body::pack_states(a.states + slot * rans::kMaxLanes, lanes, out);
+    const std::uint32_t lane = static_cast<std::uint32_t>(lane_id());
+    // Each lane loads its state; the warp runs the packing in step, taking
+    // the states by shuffles (no load on its path), and lane 0 writes.
+    const std::uint32_t mine = lane < lanes ? a.states[slot * rans::kMaxLanes + lane] : 0u;
+    body::pack_states_with([&](std::uint32_t l) { return __shfl_sync(simt::kFullMask, mine, static_cast<int>(l)); },
+                           lanes, out, lane == 0);
+    // The words after them: kCopyBatch loads in flight per lane before their
+    // stores (byte stores may alias the words, so the compiler would not
+    // hoist the loads itself), 2-byte stores where the destination allows.
     const std::uint16_t* words = a.words + slot * a.chunk_size + len - m.y;
-    for (std::uint32_t k = static_cast<std::uint32_t>(lane_id()); k < m.y; k += kWarpThreads) {
-      body::store_u16le(out + sb + 2 * k, words[k]);
+    std::uint8_t* dst = out + sb;
+    const bool even = (reinterpret_cast<std::uintptr_t>(dst) & 1u) == 0;
+    for (std::uint32_t k0 = 0; k0 < m.y; k0 += kWarpThreads * kCopyBatch) {
+      std::uint16_t v[kCopyBatch];
+#pragma unroll
+      for (int j = 0; j < kCopyBatch; ++j) {
+        const std::uint32_t k = k0 + static_cast<std::uint32_t>(j) * kWarpThreads + lane;
+        v[j] = k < m.y ? words[k] : std::uint16_t{0};
+      }
+#pragma unroll
+      for (int j = 0; j < kCopyBatch; ++j) {
+        const std::uint32_t k = k0 + static_cast<std::uint32_t>(j) * kWarpThreads + lane;
+        if (k < m.y) {
+          if (even) {
+            *reinterpret_cast<std::uint16_t*>(dst + 2 * k) = v[j];
+          } else {
+            body::store_u16le(dst + 2 * k, v[j]);
+          }
+        }
+      }
     }
   }
 }
