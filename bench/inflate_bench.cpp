@@ -203,6 +203,8 @@ int run_inflate_bench(const InflateBenchConfig& config) {
       device = g.device;
       row["gpu_device_mb_s"] = mb / g.seconds;
       row["gpu_seconds"] = g.seconds;
+      row["gpu_over_libdeflate_1t"] = one / g.seconds;
+      row["gpu_over_libdeflate_all"] = all / g.seconds;
       std::snprintf(gpu_col, sizeof gpu_col, "%.0f", mb / g.seconds);
       std::snprintf(r1, sizeof r1, "%.2f", one / g.seconds);
       std::snprintf(rn, sizeof rn, "%.2f", all / g.seconds);
