@@ -5,8 +5,8 @@
 //   setup      a thread per item: checks it, counts its histogram tiles and
 //              chunk groups; two device scans turn the counts into the
 //              work lists the next kernels walk
-//   histogram  thread blocks over (item, 64 KiB tile): shared-memory counts,
-//              added to the item's 256 counters
+//   histogram  thread blocks over (item, 64 KiB tile): shared-memory counts
+//              in a column per lane, added to the item's 256 counters
 //   table      a warp per item: normalised frequencies, the header and the
 //              table written to the output, the encoding table
 //   encode     thread blocks over (item, group of kEncWarps chunks): the
@@ -177,19 +177,24 @@ __global__ void rans_compress_setup_kernel(CompressArgs a) {
   a.chunk_units[i] = ok ? (info.chunk_count + kEncWarps - 1) / kEncWarps : 0;
 }
 
+// Counts go to a column per lane: symbol s, lane l at hist[s * 32 + l],
+// which lies in bank l. So a warp's 32 increments never meet at one address
+// (constant data would otherwise serialise them 32 deep) nor in one bank;
+// the block's warps share the columns through shared-memory atomics.
 __global__ void __launch_bounds__(kHistThreads) rans_histogram_kernel(CompressArgs a) {
-  __shared__ std::uint32_t hist[kHistThreads / kWarpThreads][256];
+  static_assert(kHistThreads == 256, "a thread per symbol sums the columns");
+  __shared__ __align__(16) std::uint32_t hist[256 * kWarpThreads];
   const std::uint32_t* prefix = a.hist_units + a.n + 1;
   const std::uint32_t total = prefix[a.n];
-  const int warp = static_cast<int>(threadIdx.x) / kWarpThreads;
+  const std::uint32_t lane = static_cast<std::uint32_t>(lane_id());
   for (std::uint32_t u = blockIdx.x; u < total; u += gridDim.x) {
     const std::size_t i = item_of_unit(prefix, a.n, u);
     const std::uint32_t tile = u - prefix[i];
     const auto* in = static_cast<const std::uint8_t*>(a.in_ptrs[i]);
     const std::uint32_t begin = tile * kHistTile;
     const std::uint32_t end = min(a.info[i].length, begin + kHistTile);
-    for (int k = static_cast<int>(threadIdx.x); k < (kHistThreads / kWarpThreads) * 256; k += kHistThreads) {
-      hist[k / 256][k % 256] = 0;
+    for (int k = static_cast<int>(threadIdx.x); k < 256 * kWarpThreads / 4; k += kHistThreads) {
+      reinterpret_cast<uint4*>(hist)[k] = make_uint4(0, 0, 0, 0);
     }
     __syncthreads();
     // Bytes before the first 16-byte boundary and after the last one go one
@@ -198,8 +203,12 @@ __global__ void __launch_bounds__(kHistThreads) rans_histogram_kernel(CompressAr
     const std::uint32_t head = min(end - begin, static_cast<std::uint32_t>((16 - (addr & 15)) & 15));
     const std::uint32_t vecs = (end - begin - head) / 16;
     const std::uint32_t tail = begin + head + vecs * 16;
-    for (std::uint32_t k = threadIdx.x; k < head; k += kHistThreads) atomicAdd_block(&hist[warp][in[begin + k]], 1u);
-    for (std::uint32_t k = tail + threadIdx.x; k < end; k += kHistThreads) atomicAdd_block(&hist[warp][in[k]], 1u);
+    for (std::uint32_t k = threadIdx.x; k < head; k += kHistThreads) {
+      atomicAdd_block(&hist[in[begin + k] * kWarpThreads + lane], 1u);
+    }
+    for (std::uint32_t k = tail + threadIdx.x; k < end; k += kHistThreads) {
+      atomicAdd_block(&hist[in[k] * kWarpThreads + lane], 1u);
+    }
     const auto* v = reinterpret_cast<const uint4*>(in + begin + head);
     for (std::uint32_t k = threadIdx.x; k < vecs; k += kHistThreads) {
       const uint4 q = v[k];
@@ -207,14 +216,17 @@ __global__ void __launch_bounds__(kHistThreads) rans_histogram_kernel(CompressAr
 #pragma unroll
       for (int j = 0; j < 4; ++j) {
 #pragma unroll
-        for (int b = 0; b < 4; ++b) atomicAdd_block(&hist[warp][(w4[j] >> (8 * b)) & 0xFF], 1u);
+        for (int b = 0; b < 4; ++b) atomicAdd_block(&hist[((w4[j] >> (8 * b)) & 0xFF) * kWarpThreads + lane], 1u);
       }
     }
     __syncthreads();
-    for (int s = static_cast<int>(threadIdx.x); s < 256; s += kHistThreads) {
+    {
+      // Thread s sums row s starting at column s % 32: the warp's reads fall
+      // in 32 different banks.
+      const std::uint32_t s = threadIdx.x;
       std::uint32_t c = 0;
-#pragma unroll
-      for (int w = 0; w < kHistThreads / kWarpThreads; ++w) c += hist[w][s];
+#pragma unroll 8
+      for (std::uint32_t j = 0; j < kWarpThreads; ++j) c += hist[s * kWarpThreads + ((j + s) & (kWarpThreads - 1))];
       if (c) atomicAdd(&a.counts[i * 256 + s], c);
     }
     __syncthreads();
@@ -612,6 +624,11 @@ Status rans_compress_async(const void* const* d_in_ptrs, const std::size_t* d_in
                     "cub::DeviceScan::ExclusiveSum");
   const std::size_t tiles = num_items * std::max<std::size_t>(1, (max_item_size + kHistTile - 1) / kHistTile);
   const std::size_t groups = num_items * ((l.max_chunks + kEncWarps - 1) / kEncWarps);
+  // The histogram's columns (32 KiB a block) fit six blocks an SM with the
+  // largest carveout.
+  TANDEM_CUDA_CHECK(cudaFuncSetAttribute(rans_histogram_kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
+                                         cudaSharedmemCarveoutMaxShared),
+                    "cudaFuncSetAttribute");
   rans_histogram_kernel<<<list_blocks<rans_histogram_kernel, kHistThreads>(tiles), kHistThreads, 0, s>>>(a);
   rans_table_kernel<<<blocks_for(num_items * kWarpThreads, kItemThreads), kItemThreads, 0, s>>>(a);
   rans_encode_kernel<<<list_blocks<rans_encode_kernel, kEncWarps * kWarpThreads>(groups), kEncWarps * kWarpThreads, 0,
