@@ -120,21 +120,35 @@ int run_deflate_gpu_bench(const DeflateGpuBenchConfig& config) {
       rows.push_back(libdeflate_row(data, config.chunk, level, threads, std::max(1, std::min(config.runs, threads == 1 ? 3 : config.runs))));
       if (all_threads == 1) break;
     }
-  DeflateGpuResult gpu;
-  std::string error;
-  const bool have_gpu = deflate_gpu_measure(data.data(), data.size(), config.chunk, config.runs, &gpu, &error);
-  if (have_gpu && !verify(data, config.chunk, gpu, &error)) {
-    std::fprintf(stderr, "deflate GPU bench: %s\n", error.c_str());
-    return 1;
+  std::string error, device;
+  bool have_gpu = false;
+  for (const gpu::deflate_enc::MatchParams& p : config.shapes) {
+    DeflateGpuResult gpu;
+    if (!deflate_gpu_measure(data.data(), data.size(), config.chunk, config.runs, p, &gpu, &error)) {
+      if (have_gpu) {  // a device, but this shape failed
+        std::fprintf(stderr, "deflate GPU bench: %s\n", error.c_str());
+        return 1;
+      }
+      break;
+    }
+    if (!verify(data, config.chunk, gpu, &error)) {
+      std::fprintf(stderr, "deflate GPU bench: %s\n", error.c_str());
+      return 1;
+    }
+    have_gpu = true;
+    device = gpu.device;
+    char name[96];
+    std::snprintf(name, sizeof name, "tandem GPU seg %u prime %u d%d%s", p.segment_size, p.prime_bytes, p.chain_depth,
+                  p.lazy ? " lazy" : "");
+    rows.push_back({name, 0, gpu.compressed, gpu.seconds});
   }
-  if (have_gpu) rows.push_back({"tandem GPU (device-resident)", 0, gpu.compressed, gpu.seconds});
 
   const Row* l1_all = nullptr;
   for (const Row& r : rows)
     if (r.engine == "libdeflate L1" && r.threads == all_threads) l1_all = &r;
   std::printf("deflate compression, %zu bytes in %zu-byte chunks%s%s\n", data.size(), config.chunk,
-              have_gpu ? ", GPU: " : "", have_gpu ? gpu.device.c_str() : "");
-  std::printf("%-30s %8s %14s %8s %10s %10s %10s\n", "engine", "threads", "compressed", "ratio", "vs L1 size", "GB/s",
+              have_gpu ? ", GPU (device-resident): " : "", device.c_str());
+  std::printf("%-40s %8s %14s %8s %10s %10s %10s\n", "engine", "threads", "compressed", "ratio", "vs L1 size", "GB/s",
               "vs L1 all");
   nlohmann::json rows_json = nlohmann::json::array();
   for (const Row& r : rows) {
@@ -142,7 +156,7 @@ int run_deflate_gpu_bench(const DeflateGpuBenchConfig& config) {
     const double ratio = r.compressed ? static_cast<double>(data.size()) / static_cast<double>(r.compressed) : 0;
     const double vs_size = l1_all ? static_cast<double>(r.compressed) / static_cast<double>(l1_all->compressed) : 0;
     const double vs_speed = l1_all && r.seconds > 0 ? l1_all->seconds / r.seconds : 0;
-    std::printf("%-30s %8s %14zu %8.3f %10.3f %10.2f %10.2f\n", r.engine.c_str(),
+    std::printf("%-40s %8s %14zu %8.3f %10.3f %10.2f %10.2f\n", r.engine.c_str(),
                 r.threads ? std::to_string(r.threads).c_str() : "-", r.compressed, ratio, vs_size, gbps, vs_speed);
     rows_json.push_back({{"engine", r.engine}, {"threads", r.threads}, {"compressed_bytes", r.compressed},
                          {"ratio", ratio}, {"size_vs_libdeflate_l1", vs_size}, {"seconds", r.seconds},
@@ -151,7 +165,7 @@ int run_deflate_gpu_bench(const DeflateGpuBenchConfig& config) {
   if (!have_gpu) std::printf("GPU: %s\n", error.c_str());
   if (!config.json_path.empty()) {
     nlohmann::json j = {{"benchmark", "deflate_gpu"}, {"input_bytes", data.size()}, {"chunk", config.chunk},
-                        {"all_threads", all_threads}, {"runs", config.runs}, {"gpu", have_gpu ? gpu.device : ""},
+                        {"all_threads", all_threads}, {"runs", config.runs}, {"gpu", device},
                         {"rows", rows_json}};
     const std::string tmp = config.json_path + ".tmp";
     std::ofstream out(tmp);

@@ -7,8 +7,9 @@
 // ends with an empty stored block, so that it ends byte-aligned and inflates
 // alone. The item is cut into segments of kParams.segment_size bytes; the passes:
 //
-//  1. find (a thread per segment): hash-chain match finding with one-step
-//     lazy evaluation over the segment, its chains primed with the
+//  1. find (a thread per segment): hash-chain match finding with lazy
+//     evaluation (a match is put off while the next position has a longer
+//     one) over the segment, its chains primed with the
 //     kParams.prime_bytes before it (inside the item), matches ending inside the
 //     segment. It writes the segment's tokens (a literal or a match each) to
 //     the segment's slot, their count, and the segment's literal/length and
@@ -74,6 +75,16 @@ struct MatchParams {
 inline constexpr MatchParams kParams{4096, 16384, 13, 16, 64, true};
 static_assert(kParams.prime_bytes + kParams.segment_size < 65536, "chain positions are 16 bits");
 static_assert(kParams.prime_bytes <= kWindow, "deflate's window is 32 KiB");
+
+// Whether a shape is one the encoder takes: segment size a power of two from
+// 256 to 32 KiB, prime + segment < 65536, prime within the window, hash_log in
+// [8, 16], chain_depth >= 1.
+TANDEM_HD constexpr bool params_valid(const MatchParams& p) {
+  return p.segment_size >= 256 && p.segment_size <= 32768 && (p.segment_size & (p.segment_size - 1)) == 0 &&
+         p.prime_bytes + p.segment_size < 65536 && p.prime_bytes <= kWindow && p.hash_log >= 8 && p.hash_log <= 16 &&
+         p.chain_depth >= 1;
+}
+static_assert(params_valid(kParams));
 
 TANDEM_HD constexpr std::size_t segment_count(std::size_t n, const MatchParams& p = kParams) {
   return n == 0 ? 1 : (n + p.segment_size - 1) / p.segment_size;
@@ -210,7 +221,16 @@ TANDEM_HD std::uint32_t find_segment(const std::uint8_t* in, std::uint32_t n, st
   std::uint32_t count = 0;
   if (begin >= end) return 0;
   const std::uint32_t hash_size = 1u << params.hash_log;
-  for (std::uint32_t i = 0; i < hash_size; ++i) head[i] = 0;
+#if defined(__CUDA_ARCH__)
+  if ((reinterpret_cast<std::uintptr_t>(head) & 15) == 0) {
+    uint4* h = reinterpret_cast<uint4*>(head);
+    for (std::uint32_t i = 0; i < hash_size / 8; ++i) h[i] = make_uint4(0, 0, 0, 0);
+  } else {
+    for (std::uint32_t i = 0; i < hash_size; ++i) head[i] = 0;
+  }
+#else
+  std::memset(head, 0, hash_size * sizeof(std::uint16_t));
+#endif
   const std::uint32_t base = begin > params.prime_bytes ? begin - params.prime_bytes : 0;
   Chains ch{in, n, base, head, prev, params.hash_log, base};
   std::uint32_t p = begin;

@@ -40,10 +40,10 @@ struct Layout {
   std::size_t total;
 };
 
-Status layout_for(std::size_t n, std::size_t max_item_size, Layout* l) {
+Status layout_for(std::size_t n, std::size_t max_item_size, const enc::MatchParams& p, Layout* l) {
   if (max_item_size > kMaxDeflateItem) return {StatusCode::invalid_argument, "max_item_size over kMaxDeflateItem"};
-  constexpr enc::MatchParams p = enc::kParams;
-  l->spi = enc::segment_count(max_item_size);
+  if (!enc::params_valid(p)) return {StatusCode::invalid_argument, "match finder parameters out of range"};
+  l->spi = enc::segment_count(max_item_size, p);
   l->words_per_item = enc::item_words(max_item_size);
   // Per item: far below 2^40 bytes for items of at most 16 MiB.
   const std::size_t per_item = l->spi * (p.segment_size * 4 + 4 + enc::kHistSize * 4 + (std::size_t{2} << p.hash_log) +
@@ -78,6 +78,7 @@ Status layout_for(std::size_t n, std::size_t max_item_size, Layout* l) {
 
 // What every kernel of one call sees.
 struct Args {
+  enc::MatchParams params;
   const void* const* in_ptrs;
   const std::size_t* in_sizes;
   std::size_t max_item_size;
@@ -116,7 +117,7 @@ __device__ bool item_input(const Args& a, std::size_t i, const std::uint8_t** in
 __global__ void deflate_find_kernel(Args a) {
   const std::size_t g = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (g >= a.num_items * a.spi) return;
-  constexpr enc::MatchParams p = enc::kParams;
+  const enc::MatchParams& p = a.params;
   const std::size_t i = g / a.spi;
   const std::uint32_t s = static_cast<std::uint32_t>(g % a.spi);
   const std::uint8_t* in;
@@ -147,7 +148,7 @@ __global__ void deflate_plan_kernel(Args a) {
 __global__ void deflate_size_kernel(Args a) {
   const std::size_t g = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (g >= a.num_items * a.spi) return;
-  a.bits[g] = enc::segment_bits(a.plans[g / a.spi], a.tokens + g * enc::kParams.segment_size, a.counts[g]);
+  a.bits[g] = enc::segment_bits(a.plans[g / a.spi], a.tokens + g * a.params.segment_size, a.counts[g]);
 }
 
 __global__ void deflate_pack_kernel(Args a) {
@@ -156,7 +157,7 @@ __global__ void deflate_pack_kernel(Args a) {
   const std::size_t i = g / a.spi;
   const enc::Plan& plan = a.plans[i];
   const std::uint64_t at = plan.header_bits + a.offsets[g] - a.offsets[i * a.spi];
-  enc::pack_segment(plan, a.tokens + g * enc::kParams.segment_size, a.counts[g], a.words + i * a.words_per_item, at);
+  enc::pack_segment(plan, a.tokens + g * a.params.segment_size, a.counts[g], a.words + i * a.words_per_item, at);
 }
 
 __global__ void deflate_finish_kernel(Args a) {
@@ -195,10 +196,11 @@ unsigned blocks_for(std::size_t threads, int per_block) {
 
 }  // namespace
 
-Status deflate_compress_temp_size(std::size_t num_items, std::size_t max_item_size, std::size_t* temp_bytes) {
+Status deflate_compress_temp_size(std::size_t num_items, std::size_t max_item_size, std::size_t* temp_bytes,
+                                  const enc::MatchParams& params) {
   if (!temp_bytes) return {StatusCode::invalid_argument, "null temp_bytes"};
   Layout l;
-  if (Status s = layout_for(num_items, max_item_size, &l); !s) return s;
+  if (Status s = layout_for(num_items, max_item_size, params, &l); !s) return s;
   *temp_bytes = l.total;
   return {};
 }
@@ -206,15 +208,16 @@ Status deflate_compress_temp_size(std::size_t num_items, std::size_t max_item_si
 Status deflate_compress_async(const void* const* d_in_ptrs, const std::size_t* d_in_sizes, std::size_t max_item_size,
                               std::size_t num_items, void* d_temp, std::size_t temp_bytes, void* const* d_out_ptrs,
                               const std::size_t* d_out_capacities, std::size_t* d_out_sizes, ItemStatus* d_statuses,
-                              Stream stream) {
+                              Stream stream, const enc::MatchParams& params) {
   if (num_items == 0) return {};
   if (!d_in_ptrs || !d_in_sizes || !d_out_ptrs || !d_out_sizes)
     return {StatusCode::invalid_argument, "null device array"};
   Layout l;
-  if (Status s = layout_for(num_items, max_item_size, &l); !s) return s;
+  if (Status s = layout_for(num_items, max_item_size, params, &l); !s) return s;
   if (!d_temp || temp_bytes < l.total) return {StatusCode::invalid_argument, "temporary storage too small"};
   auto* t = static_cast<std::uint8_t*>(d_temp);
   Args a;
+  a.params = params;
   a.in_ptrs = d_in_ptrs;
   a.in_sizes = d_in_sizes;
   a.max_item_size = max_item_size;

@@ -14,10 +14,8 @@ Status deflate_compress_emulated(const std::uint8_t* in, std::size_t n, std::vec
                                  const enc::MatchParams& params) {
   if (out == nullptr || (in == nullptr && n != 0)) return {StatusCode::invalid_argument, "null buffer"};
   if (n > kMaxDeflateItem) return {StatusCode::invalid_argument, "item larger than kMaxDeflateItem"};
+  if (!enc::params_valid(params)) return {StatusCode::invalid_argument, "match finder parameters out of range"};
   const std::uint32_t seg = params.segment_size;
-  if (seg == 0 || (seg & (seg - 1)) != 0 || params.prime_bytes + seg >= 65536 || params.prime_bytes > enc::kWindow ||
-      params.hash_log < 8 || params.hash_log > 16 || params.chain_depth < 1)
-    return {StatusCode::invalid_argument, "match finder parameters out of range"};
 
   const std::uint32_t size = static_cast<std::uint32_t>(n);
   const std::size_t segments = enc::segment_count(n, params);
