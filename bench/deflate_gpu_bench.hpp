@@ -32,6 +32,7 @@ struct DeflateGpuBenchConfig {
   // show what segment size and search depth trade between speed and size.
   std::vector<gpu::deflate_enc::MatchParams> shapes = {
       gpu::deflate_enc::kParams,
+      {4096, 16384, 12, 4, 32, true},
       {2048, 16384, 12, 16, 64, true},
       {2048, 8192, 12, 8, 32, true},
       {8192, 16384, 13, 24, 64, true},
