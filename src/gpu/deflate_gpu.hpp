@@ -42,9 +42,10 @@ inline std::size_t deflate_max_compressed_size(std::size_t input_size) {
 }
 
 // Temporary device storage that deflate_compress_async needs for `num_items`
-// items of at most `max_item_size` bytes: about 8 bytes per byte of
-// num_items * max_item_size (tokens, match-finder chains, the packed bits),
-// so give the real largest item. invalid_argument when max_item_size is over
+// items of at most `max_item_size` bytes: with the default shape about 19
+// bytes per byte of num_items * max_item_size (each segment's tokens and
+// match-finder chains, the packed bits; 1.2 MiB for a 64 KiB item), so give
+// the real largest item. invalid_argument when max_item_size is over
 // kMaxDeflateItem or the size does not fit a size_t.
 // `params` shapes the match finder (deflate_enc::kParams unless measuring
 // another shape; the same params give the same bytes as the emulation with
