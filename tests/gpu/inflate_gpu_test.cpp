@@ -33,13 +33,7 @@ namespace is = test::inflate_streams;
 
 #if TANDEM_HAVE_CUDA
 
-bool have_gpu() { return backend_info().gpu_count > 0; }
-
-#define SKIP_WITHOUT_GPU()                                                               \
-  do {                                                                                   \
-    if (!have_gpu()) GTEST_SKIP() << "no CUDA device on this machine: GPU tests skipped"; \
-  } while (0)
-
+using test::have_gpu;
 using test::DeviceBuffer;
 using test::download;
 using test::StreamHandle;

@@ -16,6 +16,8 @@
 #include <string>
 #include <vector>
 
+#include "tandem/tandem.hpp"
+
 namespace tandem::test {
 
 inline void cuda_check(cudaError_t e, const char* call, int line) {
@@ -26,6 +28,19 @@ inline void cuda_check(cudaError_t e, const char* call, int line) {
 }  // namespace tandem::test
 
 #define CUDA_CHECK(call) ::tandem::test::cuda_check((call), #call, __LINE__)
+
+namespace tandem::test {
+
+// Whether this machine has a usable CUDA device.
+inline bool have_gpu() { return backend_info().gpu_count > 0; }
+
+}  // namespace tandem::test
+
+// In a test body: skips the test, saying why, where there is no CUDA device.
+#define SKIP_WITHOUT_GPU()                                                                      \
+  do {                                                                                          \
+    if (!::tandem::test::have_gpu()) GTEST_SKIP() << "no CUDA device on this machine: GPU tests skipped"; \
+  } while (0)
 
 namespace tandem::test {
 
