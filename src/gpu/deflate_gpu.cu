@@ -29,8 +29,6 @@ constexpr int kSegmentThreads = 64;
 constexpr int kItemThreads = 128;
 constexpr std::size_t kAlign = 256;
 
-std::size_t align_up(std::size_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
-
 // Where each array lies in the caller's temporary storage.
 struct Layout {
   std::size_t spi;  // segments per item
@@ -56,12 +54,8 @@ Status layout_for(std::size_t n, std::size_t max_item_size, const enc::MatchPara
   TANDEM_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(nullptr, l->scan_bytes, static_cast<const std::uint64_t*>(nullptr),
                                                   static_cast<std::uint64_t*>(nullptr), static_cast<int>(g)),
                     "cub::DeviceScan::ExclusiveSum (temporary size)");
-  std::size_t at = 0;
-  const auto take = [&](std::size_t bytes) {
-    const std::size_t here = at;
-    at += align_up(bytes);
-    return here;
-  };
+  TempCarver carve(kAlign);
+  const auto take = [&](std::size_t bytes) { return carve.take(bytes); };
   l->tokens = take(g * p.segment_size * sizeof(std::uint32_t));
   l->counts = take(g * sizeof(std::uint32_t));
   l->hists = take(g * enc::kHistSize * sizeof(std::uint32_t));
@@ -72,7 +66,7 @@ Status layout_for(std::size_t n, std::size_t max_item_size, const enc::MatchPara
   l->plans = take(n * sizeof(enc::Plan));
   l->words = take(n * l->words_per_item * sizeof(std::uint32_t));
   l->scan = take(l->scan_bytes);
-  l->total = at;
+  l->total = carve.size();
   return {};
 }
 

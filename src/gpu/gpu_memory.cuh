@@ -18,6 +18,24 @@
 
 namespace tandem::gpu {
 
+// Carves a caller's temporary storage into pieces, in order, each starting
+// at a multiple of `align` bytes: take(bytes) gives a piece's offset, size()
+// the storage all of them need.
+class TempCarver {
+ public:
+  explicit TempCarver(std::size_t align = 256) : align_(align) {}
+  std::size_t take(std::size_t bytes) {
+    const std::size_t here = at_;
+    at_ += (bytes + align_ - 1) / align_ * align_;
+    return here;
+  }
+  std::size_t size() const { return at_; }
+
+ private:
+  std::size_t align_;
+  std::size_t at_ = 0;
+};
+
 // Status reasons are static strings. A CUDA failure's reason names the call
 // and the error, so each distinct one is made once and kept for the life of
 // the process (there are finitely many).

@@ -54,8 +54,6 @@ constexpr int kDecWarps = 4;
 constexpr int kCopyBatch = 8;  // words per lane per round of the copy kernel
 constexpr std::size_t kAlign = 256;
 
-std::size_t align_up(std::size_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
-
 // What the kernels of one call know of an item.
 struct ItemInfo {
   std::uint32_t length;
@@ -107,12 +105,8 @@ Status compress_layout(std::size_t n, std::size_t max_item_size, const rans::Par
   TANDEM_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(nullptr, scan_bytes, static_cast<const std::uint32_t*>(nullptr),
                                                   static_cast<std::uint32_t*>(nullptr), static_cast<int>(n + 1)),
                     "cub::DeviceScan::ExclusiveSum (temporary size)");
-  std::size_t at = 0;
-  const auto take = [&](std::size_t bytes) {
-    const std::size_t here = at;
-    at += align_up(bytes);
-    return here;
-  };
+  TempCarver carve(kAlign);
+  const auto take = [&](std::size_t bytes) { return carve.take(bytes); };
   l->counts = take(n * 256 * sizeof(std::uint32_t));
   l->enc = take(n * 256 * sizeof(body::EncSym));
   l->info = take(n * sizeof(ItemInfo));
@@ -124,7 +118,7 @@ Status compress_layout(std::size_t n, std::size_t max_item_size, const rans::Par
   l->words = take(slots * cs * sizeof(std::uint16_t));
   l->scan_bytes = scan_bytes;
   l->scan = take(scan_bytes);
-  l->total = at;
+  l->total = carve.size();
   return {};
 }
 
@@ -399,12 +393,8 @@ Status decompress_layout(std::size_t n, std::size_t max_output_size, DecompressL
   TANDEM_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(nullptr, scan_bytes, static_cast<const std::uint32_t*>(nullptr),
                                                   static_cast<std::uint32_t*>(nullptr), static_cast<int>(n + 1)),
                     "cub::DeviceScan::ExclusiveSum (temporary size)");
-  std::size_t at = 0;
-  const auto take = [&](std::size_t bytes) {
-    const std::size_t here = at;
-    at += align_up(bytes);
-    return here;
-  };
+  TempCarver carve(kAlign);
+  const auto take = [&](std::size_t bytes) { return carve.take(bytes); };
   l->tables = take(n * 256 * sizeof(std::uint32_t));
   l->info = take(n * sizeof(ItemInfo));
   l->units = take(2 * (n + 1) * sizeof(std::uint32_t));
@@ -412,7 +402,7 @@ Status decompress_layout(std::size_t n, std::size_t max_output_size, DecompressL
   l->chunk_errors = take(slots * sizeof(std::int32_t));
   l->scan_bytes = scan_bytes;
   l->scan = take(scan_bytes);
-  l->total = at;
+  l->total = carve.size();
   return {};
 }
 
