@@ -7,54 +7,31 @@
 #include <string>
 #include <vector>
 
+#include "bench/bench_cuda.cuh"
 #include "bench/deflate_gpu_bench.hpp"
 #include "gpu/deflate_gpu.hpp"
 
 namespace tandem::bench {
 
-namespace {
-
-// Device memory freed on scope exit.
-struct DeviceMem {
-  void* p = nullptr;
-  ~DeviceMem() { (void)cudaFree(p); }
-};
-
-bool check(cudaError_t e, const char* what, std::string* error) {
-  if (e == cudaSuccess) return true;
-  *error = std::string(what) + ": " + cudaGetErrorString(e);
-  return false;
-}
-
-}  // namespace
-
 bool deflate_gpu_measure(const unsigned char* data, std::size_t n, std::size_t chunk, int runs,
                          const gpu::deflate_enc::MatchParams& params, DeflateGpuResult* r, std::string* error) {
-  int count = 0;
-  if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
-    (void)cudaGetLastError();
-    *error = "no CUDA device";
-    return false;
-  }
-  cudaDeviceProp prop{};
-  if (!check(cudaGetDeviceProperties(&prop, 0), "cudaGetDeviceProperties", error)) return false;
-  r->device = prop.name;
+  if (!device0_name(&r->device, error)) return false;
   const std::size_t items = std::max<std::size_t>(1, (n + chunk - 1) / chunk);
   std::vector<const void*> in_ptrs(items);
   std::vector<void*> out_ptrs(items);
   std::vector<std::size_t> in_sizes(items), caps(items), out_at(items);
   std::size_t out_total = 0;
   DeviceMem d_in, d_out, d_arrays, d_temp;
-  if (!check(cudaMalloc(&d_in.p, n ? n : 1), "cudaMalloc", error)) return false;
+  if (!cuda_ok(cudaMalloc(&d_in.p, n ? n : 1), "cudaMalloc", error)) return false;
   for (std::size_t i = 0; i < items; ++i) {
     in_sizes[i] = std::min(chunk, n - std::min(n, i * chunk));
     caps[i] = gpu::deflate_max_compressed_size(in_sizes[i]);
     out_at[i] = out_total;
     out_total += (caps[i] + 15) / 16 * 16;
   }
-  if (!check(cudaMalloc(&d_out.p, out_total), "cudaMalloc", error)) return false;
+  if (!cuda_ok(cudaMalloc(&d_out.p, out_total), "cudaMalloc", error)) return false;
   const std::size_t arrays = items * (2 * sizeof(void*) + 3 * sizeof(std::size_t) + sizeof(gpu::ItemStatus));
-  if (!check(cudaMalloc(&d_arrays.p, arrays + 64), "cudaMalloc", error)) return false;
+  if (!cuda_ok(cudaMalloc(&d_arrays.p, arrays + 64), "cudaMalloc", error)) return false;
   auto* base = static_cast<unsigned char*>(d_arrays.p);
   auto** d_in_ptrs = reinterpret_cast<const void**>(base);
   auto** d_out_ptrs = reinterpret_cast<void**>(base + items * sizeof(void*));
@@ -72,17 +49,17 @@ bool deflate_gpu_measure(const unsigned char* data, std::size_t n, std::size_t c
     *error = s.to_string();
     return false;
   }
-  if (!check(cudaMalloc(&d_temp.p, temp_bytes), "cudaMalloc (temporary storage)", error)) return false;
+  if (!cuda_ok(cudaMalloc(&d_temp.p, temp_bytes), "cudaMalloc (temporary storage)", error)) return false;
   cudaStream_t stream;
-  if (!check(cudaStreamCreate(&stream), "cudaStreamCreate", error)) return false;
+  if (!cuda_ok(cudaStreamCreate(&stream), "cudaStreamCreate", error)) return false;
   cudaEvent_t start, stop;
   cudaEventCreate(&start);
   cudaEventCreate(&stop);
-  bool ok = check(cudaMemcpy(d_in.p, data, n, cudaMemcpyHostToDevice), "cudaMemcpy", error) &&
-            check(cudaMemcpy(d_in_ptrs, in_ptrs.data(), items * sizeof(void*), cudaMemcpyHostToDevice), "cudaMemcpy", error) &&
-            check(cudaMemcpy(d_out_ptrs, out_ptrs.data(), items * sizeof(void*), cudaMemcpyHostToDevice), "cudaMemcpy", error) &&
-            check(cudaMemcpy(d_in_sizes, in_sizes.data(), items * sizeof(std::size_t), cudaMemcpyHostToDevice), "cudaMemcpy", error) &&
-            check(cudaMemcpy(d_caps, caps.data(), items * sizeof(std::size_t), cudaMemcpyHostToDevice), "cudaMemcpy", error);
+  bool ok = cuda_ok(cudaMemcpy(d_in.p, data, n, cudaMemcpyHostToDevice), "cudaMemcpy", error) &&
+            cuda_ok(cudaMemcpy(d_in_ptrs, in_ptrs.data(), items * sizeof(void*), cudaMemcpyHostToDevice), "cudaMemcpy", error) &&
+            cuda_ok(cudaMemcpy(d_out_ptrs, out_ptrs.data(), items * sizeof(void*), cudaMemcpyHostToDevice), "cudaMemcpy", error) &&
+            cuda_ok(cudaMemcpy(d_in_sizes, in_sizes.data(), items * sizeof(std::size_t), cudaMemcpyHostToDevice), "cudaMemcpy", error) &&
+            cuda_ok(cudaMemcpy(d_caps, caps.data(), items * sizeof(std::size_t), cudaMemcpyHostToDevice), "cudaMemcpy", error);
   const std::size_t max_item = std::min(chunk, std::max<std::size_t>(n, 1));
   const auto call = [&]() {
     return gpu::deflate_compress_async(d_in_ptrs, d_in_sizes, max_item, items, d_temp.p, temp_bytes, d_out_ptrs, d_caps,
@@ -97,7 +74,7 @@ bool deflate_gpu_measure(const unsigned char* data, std::size_t n, std::size_t c
       break;
     }
     cudaEventRecord(stop, stream);
-    ok = check(cudaEventSynchronize(stop), "deflate_compress_async", error);
+    ok = cuda_ok(cudaEventSynchronize(stop), "deflate_compress_async", error);
     float ms = 0;
     cudaEventElapsedTime(&ms, start, stop);
     if (k >= 0) times.push_back(ms / 1e3);
@@ -108,9 +85,9 @@ bool deflate_gpu_measure(const unsigned char* data, std::size_t n, std::size_t c
     r->chunk_sizes.assign(items, 0);
     std::vector<gpu::ItemStatus> statuses(items);
     std::vector<unsigned char> out(out_total);
-    ok = check(cudaMemcpy(r->chunk_sizes.data(), d_out_sizes, items * sizeof(std::size_t), cudaMemcpyDeviceToHost), "cudaMemcpy", error) &&
-         check(cudaMemcpy(statuses.data(), d_statuses, items * sizeof(gpu::ItemStatus), cudaMemcpyDeviceToHost), "cudaMemcpy", error) &&
-         check(cudaMemcpy(out.data(), d_out.p, out_total, cudaMemcpyDeviceToHost), "cudaMemcpy", error);
+    ok = cuda_ok(cudaMemcpy(r->chunk_sizes.data(), d_out_sizes, items * sizeof(std::size_t), cudaMemcpyDeviceToHost), "cudaMemcpy", error) &&
+         cuda_ok(cudaMemcpy(statuses.data(), d_statuses, items * sizeof(gpu::ItemStatus), cudaMemcpyDeviceToHost), "cudaMemcpy", error) &&
+         cuda_ok(cudaMemcpy(out.data(), d_out.p, out_total, cudaMemcpyDeviceToHost), "cudaMemcpy", error);
     r->compressed = 0;
     r->chunks.clear();
     for (std::size_t i = 0; ok && i < items; ++i) {

@@ -8,17 +8,13 @@
 #include <string>
 #include <vector>
 
+#include "bench/bench_cuda.cuh"
 #include "bench/inflate_bench.hpp"
 #include "gpu/inflate_gpu.hpp"
 
 namespace tandem::bench {
 
 namespace {
-
-struct DeviceMem {
-  void* p = nullptr;
-  ~DeviceMem() { (void)cudaFree(p); }
-};
 
 struct Events {
   cudaEvent_t start = nullptr, stop = nullptr;
@@ -30,37 +26,23 @@ struct Events {
   }
 };
 
-bool check(cudaError_t e, const char* what, std::string* error) {
-  if (e == cudaSuccess) return true;
-  *error = std::string(what) + ": " + cudaGetErrorString(e);
-  return false;
-}
-
 }  // namespace
 
 bool inflate_gpu_measure(const std::vector<unsigned char>& stream, const std::vector<std::size_t>& offsets,
                          const std::vector<std::size_t>& sizes, const std::vector<std::size_t>& out_sizes,
                          std::size_t chunk, const unsigned char* expect, std::size_t n, int runs,
                          InflateGpuResult* r, std::string* error) {
-  int count = 0;
-  if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
-    (void)cudaGetLastError();
-    *error = "no CUDA device";
-    return false;
-  }
-  cudaDeviceProp prop{};
-  if (!check(cudaGetDeviceProperties(&prop, 0), "cudaGetDeviceProperties", error)) return false;
-  r->device = prop.name;
+  if (!device0_name(&r->device, error)) return false;
   const std::size_t items = sizes.size();
   Events ev;
-  if (!check(cudaStreamCreateWithFlags(&ev.stream, cudaStreamNonBlocking), "cudaStreamCreate", error)) return false;
-  if (!check(cudaEventCreate(&ev.start), "cudaEventCreate", error)) return false;
-  if (!check(cudaEventCreate(&ev.stop), "cudaEventCreate", error)) return false;
+  if (!cuda_ok(cudaStreamCreateWithFlags(&ev.stream, cudaStreamNonBlocking), "cudaStreamCreate", error)) return false;
+  if (!cuda_ok(cudaEventCreate(&ev.start), "cudaEventCreate", error)) return false;
+  if (!cuda_ok(cudaEventCreate(&ev.stop), "cudaEventCreate", error)) return false;
   DeviceMem d_in, d_out, d_arrays;
-  if (!check(cudaMalloc(&d_in.p, stream.size() + 1), "cudaMalloc", error)) return false;
-  if (!check(cudaMalloc(&d_out.p, items * chunk + 1), "cudaMalloc", error)) return false;
+  if (!cuda_ok(cudaMalloc(&d_in.p, stream.size() + 1), "cudaMalloc", error)) return false;
+  if (!cuda_ok(cudaMalloc(&d_out.p, items * chunk + 1), "cudaMalloc", error)) return false;
   const std::size_t arrays = items * (2 * sizeof(void*) + 3 * sizeof(std::size_t) + sizeof(gpu::InflateStatus));
-  if (!check(cudaMalloc(&d_arrays.p, arrays + 64), "cudaMalloc", error)) return false;
+  if (!cuda_ok(cudaMalloc(&d_arrays.p, arrays + 64), "cudaMalloc", error)) return false;
   auto* base = static_cast<unsigned char*>(d_arrays.p);
   auto** d_in_ptrs = reinterpret_cast<const void**>(base);
   auto** d_out_ptrs = reinterpret_cast<void**>(base + items * sizeof(void*));
@@ -75,14 +57,14 @@ bool inflate_gpu_measure(const std::vector<unsigned char>& stream, const std::ve
     in_ptrs[i] = static_cast<const unsigned char*>(d_in.p) + offsets[i];
     out_ptrs[i] = static_cast<unsigned char*>(d_out.p) + i * chunk;
   }
-  if (!check(cudaMemcpy(d_in.p, stream.data(), stream.size(), cudaMemcpyHostToDevice), "cudaMemcpy", error) ||
-      !check(cudaMemcpy(d_in_ptrs, in_ptrs.data(), items * sizeof(void*), cudaMemcpyHostToDevice), "cudaMemcpy",
+  if (!cuda_ok(cudaMemcpy(d_in.p, stream.data(), stream.size(), cudaMemcpyHostToDevice), "cudaMemcpy", error) ||
+      !cuda_ok(cudaMemcpy(d_in_ptrs, in_ptrs.data(), items * sizeof(void*), cudaMemcpyHostToDevice), "cudaMemcpy",
              error) ||
-      !check(cudaMemcpy(d_out_ptrs, out_ptrs.data(), items * sizeof(void*), cudaMemcpyHostToDevice), "cudaMemcpy",
+      !cuda_ok(cudaMemcpy(d_out_ptrs, out_ptrs.data(), items * sizeof(void*), cudaMemcpyHostToDevice), "cudaMemcpy",
              error) ||
-      !check(cudaMemcpy(d_in_sizes, sizes.data(), items * sizeof(std::size_t), cudaMemcpyHostToDevice), "cudaMemcpy",
+      !cuda_ok(cudaMemcpy(d_in_sizes, sizes.data(), items * sizeof(std::size_t), cudaMemcpyHostToDevice), "cudaMemcpy",
              error) ||
-      !check(cudaMemcpy(d_caps, caps.data(), items * sizeof(std::size_t), cudaMemcpyHostToDevice), "cudaMemcpy",
+      !cuda_ok(cudaMemcpy(d_caps, caps.data(), items * sizeof(std::size_t), cudaMemcpyHostToDevice), "cudaMemcpy",
              error))
     return false;
   auto call = [&]() {
@@ -95,15 +77,15 @@ bool inflate_gpu_measure(const std::vector<unsigned char>& stream, const std::ve
     *error = "inflate_async: " + s.to_string();
     return false;
   }
-  if (!check(cudaStreamSynchronize(ev.stream), "inflate kernel", error)) return false;
+  if (!cuda_ok(cudaStreamSynchronize(ev.stream), "inflate kernel", error)) return false;
   std::vector<std::size_t> got_sizes(items);
   std::vector<gpu::InflateStatus> got_status(items);
   std::vector<unsigned char> out(items * chunk);
-  if (!check(cudaMemcpy(got_sizes.data(), d_sizes, items * sizeof(std::size_t), cudaMemcpyDeviceToHost), "cudaMemcpy",
+  if (!cuda_ok(cudaMemcpy(got_sizes.data(), d_sizes, items * sizeof(std::size_t), cudaMemcpyDeviceToHost), "cudaMemcpy",
              error) ||
-      !check(cudaMemcpy(got_status.data(), d_status, items * sizeof(gpu::InflateStatus), cudaMemcpyDeviceToHost),
+      !cuda_ok(cudaMemcpy(got_status.data(), d_status, items * sizeof(gpu::InflateStatus), cudaMemcpyDeviceToHost),
              "cudaMemcpy", error) ||
-      !check(cudaMemcpy(out.data(), d_out.p, items * chunk, cudaMemcpyDeviceToHost), "cudaMemcpy", error))
+      !cuda_ok(cudaMemcpy(out.data(), d_out.p, items * chunk, cudaMemcpyDeviceToHost), "cudaMemcpy", error))
     return false;
   for (std::size_t i = 0; i < items; ++i) {
     if (got_status[i] != gpu::InflateStatus::ok || got_sizes[i] != out_sizes[i] ||
@@ -116,15 +98,15 @@ bool inflate_gpu_measure(const std::vector<unsigned char>& stream, const std::ve
   (void)n;
   std::vector<double> times;
   for (int k = 0; k < std::max(1, runs); ++k) {
-    if (!check(cudaEventRecord(ev.start, ev.stream), "cudaEventRecord", error)) return false;
+    if (!cuda_ok(cudaEventRecord(ev.start, ev.stream), "cudaEventRecord", error)) return false;
     if (const Status s = call(); !s.ok()) {
       *error = "inflate_async: " + s.to_string();
       return false;
     }
-    if (!check(cudaEventRecord(ev.stop, ev.stream), "cudaEventRecord", error)) return false;
-    if (!check(cudaEventSynchronize(ev.stop), "cudaEventSynchronize", error)) return false;
+    if (!cuda_ok(cudaEventRecord(ev.stop, ev.stream), "cudaEventRecord", error)) return false;
+    if (!cuda_ok(cudaEventSynchronize(ev.stop), "cudaEventSynchronize", error)) return false;
     float ms = 0;
-    if (!check(cudaEventElapsedTime(&ms, ev.start, ev.stop), "cudaEventElapsedTime", error)) return false;
+    if (!cuda_ok(cudaEventElapsedTime(&ms, ev.start, ev.stop), "cudaEventElapsedTime", error)) return false;
     times.push_back(ms / 1e3);
   }
   std::sort(times.begin(), times.end());
