@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "support/cli_support.hpp"
 #include "support/test_support.hpp"
 #include "tandem/tandem.hpp"
 
@@ -25,11 +26,7 @@ namespace fs = std::filesystem;
 using tandem::test::Bytes;
 using tandem::test::TempDir;
 
-struct Result {
-  int code = -1;
-  std::string out;  // stdout
-  std::string err;  // stderr
-};
+using Result = tandem::test::CliResult;
 
 std::size_t count_lines(const std::string& s) {
   return static_cast<std::size_t>(std::count(s.begin(), s.end(), '\n'));
@@ -49,38 +46,7 @@ bool has_legacy_magic(const Bytes& b) {
 }
 int block_size_id(const Bytes& b) { return (b[5] >> 4) & 7; }
 
-class Cli : public ::testing::Test {
- protected:
-  // Runs `tandem ARGS` in `dir`; ARGS is shell text (quote file names that need it).
-  Result tandem(const std::string& args) {
-    const fs::path err = logs / "stderr";
-    const std::string cmd = "cd " + tandem::test::sh_quote(dir.path().string()) + " && " +
-                            tandem::test::sh_quote(tandem::test::cli_path()) + " " + args + " 2>" +
-                            tandem::test::sh_quote(err.string());
-    Result r;
-    r.code = tandem::test::run(cmd, &r.out);
-    std::ifstream f(err);
-    r.err.assign(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
-    return r;
-  }
-  // Runs a shell command in `dir`; returns its exit status.
-  int shell(const std::string& cmd) {
-    return tandem::test::run("cd " + tandem::test::sh_quote(dir.path().string()) + " && " + cmd + " 2>/dev/null");
-  }
-  fs::path path(const std::string& name) const { return dir / name; }
-  void write(const std::string& name, const Bytes& data) { tandem::test::write_file(path(name), data); }
-  Bytes read(const std::string& name) { return tandem::test::read_file(path(name)); }
-  bool exists(const std::string& name) const { return fs::exists(path(name)); }
-  std::set<std::string> listing() const {
-    std::set<std::string> names;
-    for (const auto& e : fs::directory_iterator(dir.path())) names.insert(e.path().filename().string());
-    return names;
-  }
-  std::string cli() const { return tandem::test::sh_quote(tandem::test::cli_path()); }
-
-  TempDir dir;
-  TempDir logs;
-};
+class Cli : public tandem::test::CliTest {};
 
 const Bytes& sample() {
   static const Bytes data = tandem::test::mixed_bytes(5u << 20, 42);  // more than one 4 MiB block

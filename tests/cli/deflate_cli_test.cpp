@@ -10,6 +10,7 @@
 #include <set>
 #include <string>
 
+#include "support/cli_support.hpp"
 #include "support/test_support.hpp"
 #include "tandem/deflate.hpp"
 
@@ -19,41 +20,9 @@ namespace fs = std::filesystem;
 using tandem::test::Bytes;
 using tandem::test::TempDir;
 
-struct Result {
-  int code = -1;
-  std::string out;
-  std::string err;
-};
+using Result = tandem::test::CliResult;
 
-class DeflateCli : public ::testing::Test {
- protected:
-  Result tandem(const std::string& args) {
-    const fs::path err = logs / "stderr";
-    const std::string cmd = "cd " + tandem::test::sh_quote(dir.path().string()) + " && " +
-                            tandem::test::sh_quote(tandem::test::cli_path()) + " " + args + " 2>" +
-                            tandem::test::sh_quote(err.string());
-    Result r;
-    r.code = tandem::test::run(cmd, &r.out);
-    std::ifstream f(err);
-    r.err.assign(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
-    return r;
-  }
-  int shell(const std::string& cmd) {
-    return tandem::test::run("cd " + tandem::test::sh_quote(dir.path().string()) + " && " + cmd + " 2>/dev/null");
-  }
-  fs::path path(const std::string& name) const { return dir / name; }
-  void write(const std::string& name, const Bytes& data) { tandem::test::write_file(path(name), data); }
-  Bytes read(const std::string& name) { return tandem::test::read_file(path(name)); }
-  bool exists(const std::string& name) const { return fs::exists(path(name)); }
-  std::set<std::string> listing() const {
-    std::set<std::string> names;
-    for (const auto& e : fs::directory_iterator(dir.path())) names.insert(e.path().filename().string());
-    return names;
-  }
-
-  TempDir dir;
-  TempDir logs;
-};
+class DeflateCli : public tandem::test::CliTest {};
 
 const Bytes& sample() {
   static const Bytes data = tandem::test::mixed_bytes((1u << 20) + 777, 61);
