@@ -1,7 +1,6 @@
 // `tandem zip` and `tandem unzip` (see cli_zip.hpp).
 #include "cli/cli_zip.hpp"
 
-#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -12,10 +11,10 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <random>
 #include <string_view>
 
 #include "cli/cli_args.hpp"
+#include "cli/cli_output.hpp"
 #include "tandem/zip.hpp"
 
 namespace tandem::cli {
@@ -38,63 +37,27 @@ bool read_all(const fs::path& p, std::vector<std::uint8_t>* data, std::string* e
   return true;
 }
 
-// A name beside `target` that no one else uses.
-fs::path temp_beside(const fs::path& target) {
-  std::random_device rd;
-  char suffix[32];
-  std::snprintf(suffix, sizeof suffix, ".tandem-%08x.tmp", rd());
-  return target.parent_path() / (target.filename().string() + suffix);
-}
-
-// Writes data to a new temporary file beside `target`, then renames it over
-// target. With !replace, an existing target is an error (checked first, and
-// by the link that takes the place when replace is false).
+// Writes data to `target` through an AtomicOutput: a temporary file beside
+// it, renamed into place (replacing an existing file only with `replace`).
 bool write_atomically(const fs::path& target, const std::uint8_t* data, std::size_t n, mode_t mode, bool replace,
                       std::string* error) {
-  const fs::path tmp = temp_beside(target);
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-  if (fd < 0) {
-    *error = std::string("cannot create a temporary file: ") + std::strerror(errno);
-    return false;
-  }
+  AtomicOutput out;
+  if (!out.open(target.string(), error)) return false;
   std::size_t done = 0;
   while (done < n) {
-    const ssize_t w = ::write(fd, data + done, n - done);
+    const ssize_t w = ::write(out.fd(), data + done, n - done);
     if (w < 0) {
       if (errno == EINTR) continue;
-      *error = std::string("write: ") + std::strerror(errno);
-      ::close(fd);
-      ::unlink(tmp.c_str());
+      *error = errno_message("write failed");
       return false;
     }
     done += static_cast<std::size_t>(w);
   }
-  (void)::fchmod(fd, mode);
-  if (::close(fd) != 0) {
-    *error = std::string("close: ") + std::strerror(errno);
-    ::unlink(tmp.c_str());
+  if (::fchmod(out.fd(), mode) != 0) {
+    *error = errno_message("cannot set its permissions");
     return false;
   }
-  // Without replace: link() fails when the target exists, atomically. Where
-  // the file system has no hard links, a check and a rename.
-  int r = replace ? ::rename(tmp.c_str(), target.c_str()) : ::link(tmp.c_str(), target.c_str());
-  int saved = errno;
-  if (!replace && r != 0 && (saved == EPERM || saved == ENOTSUP || saved == EXDEV)) {
-    struct stat st {};
-    if (::lstat(target.c_str(), &st) == 0) {
-      saved = EEXIST;
-    } else {
-      r = ::rename(tmp.c_str(), target.c_str());
-      saved = errno;
-    }
-  }
-  if (!replace) ::unlink(tmp.c_str());
-  if (r != 0) {
-    if (replace) ::unlink(tmp.c_str());
-    *error = saved == EEXIST ? "exists (use -f to replace it)" : std::strerror(saved);
-    return false;
-  }
-  return true;
+  return out.commit(replace, error);
 }
 
 // The entry name of a path given on the command line: relative, '/'
