@@ -420,6 +420,25 @@ int check_config(const BenchConfig& config) {
   return 0;
 }
 
+}  // namespace
+
+bool read_concatenated(const std::vector<std::string>& paths, std::vector<std::uint8_t>* data,
+                       std::vector<std::string>* names) {
+  std::vector<std::string> files;
+  if (!expand_paths(paths, &files)) return false;
+  data->clear();
+  names->clear();
+  std::vector<std::uint8_t> one;
+  for (const std::string& f : files) {
+    if (!read_file(f, &one)) return false;
+    data->insert(data->end(), one.begin(), one.end());
+    names->push_back(fs::path(f).filename().string());
+  }
+  return true;
+}
+
+namespace {
+
 int run_checked(const BenchConfig& config) {
   if (const int code = check_config(config)) return code;
   Backend requested{};

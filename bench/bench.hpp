@@ -56,4 +56,11 @@ bool parse_chunk_list(std::string_view text, std::vector<std::size_t>* chunks, s
 // Runs the benchmark; returns a process exit code (0 success, 1 failure, 2 bad arguments).
 int run(const BenchConfig& config);
 
+// Reads `paths` (files, and directories: their regular files, sorted) and
+// concatenates them in order into *data; *names gets each file's name without
+// its directory. False, with a message on stderr, when a path is missing or
+// cannot be read, or no file is given.
+bool read_concatenated(const std::vector<std::string>& paths, std::vector<std::uint8_t>* data,
+                       std::vector<std::string>* names);
+
 }  // namespace tandem::bench

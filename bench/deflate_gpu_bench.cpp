@@ -2,13 +2,14 @@
 // libdeflate figures, the GPU chunks' check, the table and the JSON.
 #include "bench/deflate_gpu_bench.hpp"
 
+#include "bench/bench.hpp"
+
 #include <libdeflate.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <fstream>
-#include <iterator>
 #include <nlohmann/json.hpp>
 #include <thread>
 #include <vector>
@@ -104,14 +105,8 @@ int run_deflate_gpu_bench(const DeflateGpuBenchConfig& config) {
     return 2;
   }
   std::vector<unsigned char> data;
-  for (const std::string& path : config.paths) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) {
-      std::fprintf(stderr, "deflate GPU bench: cannot read %s\n", path.c_str());
-      return 1;
-    }
-    data.insert(data.end(), std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-  }
+  std::vector<std::string> names;
+  if (!read_concatenated(config.paths, &data, &names)) return 1;
   const int all_threads =
       config.threads > 0 ? config.threads : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
   std::vector<Row> rows;

@@ -3,6 +3,8 @@
 // inflate_bench.cu.
 #include "bench/inflate_bench.hpp"
 
+#include "bench/bench.hpp"
+
 #include <libdeflate.h>
 #include <zlib.h>
 
@@ -13,7 +15,6 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <iterator>
 #include <nlohmann/json.hpp>
 #include <thread>
 #include <vector>
@@ -144,15 +145,7 @@ int run_inflate_bench(const InflateBenchConfig& config) {
   }
   Bytes data;
   std::vector<std::string> names;
-  for (const std::string& p : config.paths) {
-    std::ifstream f(p, std::ios::binary);
-    if (!f) {
-      std::fprintf(stderr, "inflate bench: cannot read %s\n", p.c_str());
-      return 2;
-    }
-    data.insert(data.end(), std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
-    names.push_back(std::filesystem::path(p).filename().string());
-  }
+  if (!read_concatenated(config.paths, &data, &names)) return 2;
   if (data.empty()) {
     std::fprintf(stderr, "inflate bench: the input is empty\n");
     return 2;

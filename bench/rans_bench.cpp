@@ -5,7 +5,6 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
-#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <thread>
@@ -18,39 +17,6 @@ namespace tandem::bench {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-// The files, directories expanded to their regular files (sorted), read and
-// concatenated in the order given.
-bool load(const std::vector<std::string>& paths, std::vector<std::uint8_t>* data, std::vector<std::string>* names) {
-  namespace fs = std::filesystem;
-  std::vector<std::string> files;
-  for (const std::string& p : paths) {
-    std::error_code ec;
-    if (fs::is_directory(p, ec)) {
-      std::vector<std::string> inside;
-      for (const auto& e : fs::directory_iterator(p, ec))
-        if (e.is_regular_file()) inside.push_back(e.path().string());
-      std::sort(inside.begin(), inside.end());
-      files.insert(files.end(), inside.begin(), inside.end());
-    } else if (fs::is_regular_file(p, ec)) {
-      files.push_back(p);
-    } else {
-      std::fprintf(stderr, "tandem bench: %s: not a file or directory\n", p.c_str());
-      return false;
-    }
-  }
-  for (const std::string& f : files) {
-    std::ifstream in(f, std::ios::binary);
-    std::vector<std::uint8_t> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    if (!in.good() && !in.eof()) {
-      std::fprintf(stderr, "tandem bench: %s: cannot read\n", f.c_str());
-      return false;
-    }
-    data->insert(data->end(), bytes.begin(), bytes.end());
-    names->push_back(fs::path(f).filename().string());
-  }
-  return true;
-}
 
 // Runs fn(i) for every segment i on `threads` threads.
 template <class F>
@@ -98,7 +64,7 @@ double gbps(std::size_t bytes, double seconds) { return seconds > 0 ? static_cas
 int run_rans_bench(const BenchConfig& config) {
   std::vector<std::uint8_t> input;
   std::vector<std::string> names;
-  if (!load(config.paths, &input, &names)) return 2;
+  if (!read_concatenated(config.paths, &input, &names)) return 2;
   if (input.empty()) {
     std::fprintf(stderr, "tandem bench: the input is empty\n");
     return 2;
