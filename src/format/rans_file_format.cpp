@@ -1,0 +1,82 @@
+// Member and block headers of .rans files; see rans_file_format.hpp.
+#include "format/rans_file_format.hpp"
+
+#include <algorithm>
+#include <cstring>
+
+namespace tandem::rans_file {
+
+namespace {
+
+std::uint32_t read_le32(const std::uint8_t* p) {
+  return std::uint32_t{p[0]} | std::uint32_t{p[1]} << 8 | std::uint32_t{p[2]} << 16 | std::uint32_t{p[3]} << 24;
+}
+
+void write_le32(std::uint32_t v, std::uint8_t* out) {
+  for (int i = 0; i < 4; ++i) out[i] = static_cast<std::uint8_t>(v >> (8 * i));
+}
+
+}  // namespace
+
+bool has_magic(const std::uint8_t* p, std::size_t n) {
+  return n >= sizeof kMagic && std::memcmp(p, kMagic, sizeof kMagic) == 0;
+}
+
+void write_header(const Header& h, std::uint8_t* out) {
+  std::memcpy(out, kMagic, sizeof kMagic);
+  out[4] = kVersion;
+  out[5] = static_cast<std::uint8_t>(h.block_log2);
+  out[6] = 0;
+  out[7] = 0;
+}
+
+Status parse_header(const std::uint8_t* p, std::size_t n, Header* h) {
+  if (std::memcmp(p, kMagic, std::min(n, sizeof kMagic)) != 0) {
+    return {StatusCode::bad_data, "not a tandem rANS file (bad magic)"};
+  }
+  if (n < kHeaderBytes) return {StatusCode::truncated, "rANS file header cut short"};
+  if (p[4] != kVersion) return {StatusCode::unsupported, "rANS file of an unknown version"};
+  if (p[6] != 0 || p[7] != 0) return {StatusCode::unsupported, "rANS file with unknown flags"};
+  if (p[5] < kMinBlockLog2 || p[5] > kMaxBlockLog2) {
+    return {StatusCode::bad_data, "rANS file block size out of range"};
+  }
+  h->block_log2 = p[5];
+  return {};
+}
+
+void write_block_header(const BlockHeader& b, std::uint8_t* out) {
+  write_le32(b.decoded, out);
+  write_le32(b.payload | (b.raw ? kRawBit : 0), out + 4);
+}
+
+Status parse_block_header(const std::uint8_t* p, const Header& h, BlockHeader* b) {
+  const std::uint32_t stored = read_le32(p + 4);
+  b->decoded = read_le32(p);
+  b->payload = stored & ~kRawBit;
+  b->raw = (stored & kRawBit) != 0;
+  if (b->decoded == 0) {
+    if (stored != 0) return {StatusCode::bad_data, "rANS file end marker with a payload"};
+    return {};
+  }
+  if (b->decoded > (std::uint32_t{1} << h.block_log2)) {
+    return {StatusCode::bad_data, "rANS file block larger than the file's block size"};
+  }
+  if (b->raw && b->payload != b->decoded) {
+    return {StatusCode::bad_data, "rANS file raw block whose size is not its content's"};
+  }
+  if (!b->raw && b->payload >= b->decoded) {
+    return {StatusCode::bad_data, "rANS file block whose stream is not smaller than its content"};
+  }
+  return {};
+}
+
+std::uint64_t read_le64(const std::uint8_t* p) {
+  return std::uint64_t{read_le32(p)} | std::uint64_t{read_le32(p + 4)} << 32;
+}
+
+void write_le64(std::uint64_t v, std::uint8_t* out) {
+  write_le32(static_cast<std::uint32_t>(v), out);
+  write_le32(static_cast<std::uint32_t>(v >> 32), out + 4);
+}
+
+}  // namespace tandem::rans_file
