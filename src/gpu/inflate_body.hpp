@@ -101,15 +101,21 @@ struct BitReader {
 
   TANDEM_HD BitReader(const std::uint8_t* p, std::size_t n) : in(p), size(n) {}
 
-  // Loads whole bytes until at least 56 bits are held or the input ends.
+  // Loads input until more than 32 bits are held or the input ends: a word
+  // at a time (two aligned loads on the device), the last bytes one by one.
   TANDEM_HD void refill() {
-    if (avail <= 56 && size - pos >= 8) {
-      std::uint64_t w = 0;
-      for (int i = 0; i < 8; ++i) w |= static_cast<std::uint64_t>(in[pos + i]) << (8 * i);
-      const std::uint32_t take = (63 - avail) >> 3;  // whole bytes that fit
-      buf |= w << avail;
-      pos += take;
-      avail += take * 8;
+    if (avail > 32) return;
+    if (size - pos >= 4) {
+#if defined(__CUDA_ARCH__)
+      // Device items are at most kMaxItemSize bytes: positions fit 32 bits.
+      const std::uint32_t word = simt::load_u32(in, static_cast<std::uint32_t>(size), static_cast<std::uint32_t>(pos));
+#else
+      const std::uint8_t* b = in + pos;
+      const std::uint32_t word = b[0] | (std::uint32_t{b[1]} << 8) | (std::uint32_t{b[2]} << 16) | (std::uint32_t{b[3]} << 24);
+#endif
+      buf |= static_cast<std::uint64_t>(word) << avail;
+      pos += 4;
+      avail += 32;
       return;
     }
     while (avail <= 56 && pos < size) {
@@ -152,18 +158,38 @@ TANDEM_HD std::uint32_t distance_base(std::uint32_t i) {
   return ((2u + (i & 1u)) << distance_extra(i)) + 1u;
 }
 
-// The tables one inflate needs: about 3.5 KiB, on the caller's stack or in
-// shared memory.
+// The warp form decodes a Huffman block's symbols in batches of up to 32
+// tokens (a literal or a match each) whose output fits the stage buffer: one
+// match of at most 258 bytes more never overflows it once a batch stops at
+// kStageBytes - 258.
+inline constexpr std::uint32_t kBatchTokens = 32;
+inline constexpr std::uint32_t kStageBytes = 1280;
+
+// What one inflate keeps besides its registers: about 4.9 KiB, on the
+// caller's stack or in shared memory (one set per warp). `lengths` holds a
+// dynamic block's code lengths while its tables are built; `stage`, the
+// output of the warp form's current batch.
 struct InflateTables {
   LitLenTable litlen;
   DistanceTable distance;
   PrecodeTable precode;
+  std::uint8_t lengths[288 + 32];
+  std::uint8_t stage[kStageBytes];
 };
 
+namespace detail {
+template <class Writer>
+TANDEM_HD InflateStatus inflate_codes(BitReader& br, const InflateTables& t, std::uint8_t* out, std::size_t capacity,
+                                      std::size_t& at, const Writer& w);
+TANDEM_HD InflateStatus warp_codes(BitReader& br, InflateTables& t, std::uint8_t* out, std::size_t capacity,
+                                   std::size_t& at);
+}  // namespace detail
+
 // How the body writes its output. The body's parse is the same in every
-// form; a writer decides which threads write which bytes.
+// form; a writer decides which threads decode which symbols and write which
+// bytes.
 //
-// ThreadWriter: one thread writes everything.
+// ThreadWriter: one thread does everything, symbol by symbol.
 struct ThreadWriter {
   TANDEM_HD void sync() const {}
   // This thread's share of a table build: all of it.
@@ -180,16 +206,20 @@ struct ThreadWriter {
   TANDEM_HD void stored(std::uint8_t* dst, const std::uint8_t* src, std::uint32_t n) const {
     for (std::uint32_t i = 0; i < n; ++i) dst[i] = src[i];
   }
+  // A Huffman block's symbols, up to its end-of-block code.
+  TANDEM_HD InflateStatus codes(BitReader& br, InflateTables& t, std::uint8_t* out, std::size_t capacity,
+                                std::size_t& at) const {
+    return detail::inflate_codes(br, t, out, capacity, at, *this);
+  }
 };
 
 // WarpWriter: the 32 threads of a warp run the parse together (every lane
 // decodes the same symbols from the same tables, so the warp never
-// diverges) and share the writes: lane 0 writes literals, and lane k the
-// bytes k, k + 32, ... of each match and stored block. A match byte is taken
-// from the bytes before the match (out[at - distance + j % distance]), so no
-// lane reads what another writes in the same step; a warp barrier before each
-// match makes earlier writes visible. On the host (tests, the emulation) one
-// thread plays the 32 lanes in turn and writes the same bytes.
+// diverges), a batch of tokens at a time (detail::warp_codes); then the
+// lanes write the batch's bytes together. Stored blocks are copied by the
+// lanes together, lane k taking bytes k, k + 32, ... On the host (tests, the
+// emulation) one thread plays the 32 lanes (simt::Warp) and writes the same
+// bytes.
 struct WarpWriter {
   static constexpr std::uint32_t kLanes = 32;
   std::uint32_t lane = 0;  // on the device, this thread's lane
@@ -217,38 +247,17 @@ struct WarpWriter {
     return 1;
 #endif
   }
-
-  TANDEM_HD void literal(std::uint8_t* out, std::size_t at, std::uint8_t b) const {
-#if defined(__CUDA_ARCH__)
-    if (lane == 0) out[at] = b;
-#else
-    out[at] = b;
-#endif
-  }
-  TANDEM_HD static void match_lane(std::uint8_t* out, std::size_t at, std::uint32_t distance, std::uint32_t length,
-                                   std::uint32_t k) {
-    const std::uint8_t* src = out + (at - distance);
-    std::uint8_t* dst = out + at;
-    if (distance >= length) {
-      for (std::uint32_t j = k; j < length; j += kLanes) dst[j] = src[j];
-    } else {
-      for (std::uint32_t j = k; j < length; j += kLanes) dst[j] = src[j % distance];
-    }
-  }
-  TANDEM_HD void match(std::uint8_t* out, std::size_t at, std::uint32_t distance, std::uint32_t length) const {
-#if defined(__CUDA_ARCH__)
-    __syncwarp();
-    match_lane(out, at, distance, length, lane);
-#else
-    for (std::uint32_t k = 0; k < kLanes; ++k) match_lane(out, at, distance, length, k);
-#endif
-  }
   TANDEM_HD void stored(std::uint8_t* dst, const std::uint8_t* src, std::uint32_t n) const {
 #if defined(__CUDA_ARCH__)
     for (std::uint32_t j = lane; j < n; j += kLanes) dst[j] = src[j];
+    __syncwarp();
 #else
     for (std::uint32_t j = 0; j < n; ++j) dst[j] = src[j];
 #endif
+  }
+  TANDEM_HD InflateStatus codes(BitReader& br, InflateTables& t, std::uint8_t* out, std::size_t capacity,
+                                std::size_t& at) const {
+    return detail::warp_codes(br, t, out, capacity, at);
   }
 };
 
@@ -256,14 +265,16 @@ namespace detail {
 
 // The fixed code of RFC 1951 3.2.6.
 TANDEM_HD void build_fixed(InflateTables& t, std::uint32_t lane, std::uint32_t lanes) {
-  std::uint8_t lengths[288];
+  std::uint8_t* const lengths = t.lengths;
   for (int i = 0; i < 144; ++i) lengths[i] = 8;
   for (int i = 144; i < 256; ++i) lengths[i] = 9;
   for (int i = 256; i < 280; ++i) lengths[i] = 7;
   for (int i = 280; i < 288; ++i) lengths[i] = 8;
   (void)t.litlen.build(lengths, 288, CodeKind::litlen, lane, lanes);
-  for (int i = 0; i < 32; ++i) lengths[i] = 5;
-  (void)t.distance.build(lengths, 32, CodeKind::distance, lane, lanes);
+  // The distance lengths after the literal/length ones, so that no lane
+  // overwrites lengths another may still be reading.
+  for (int i = 288; i < 320; ++i) lengths[i] = 5;
+  (void)t.distance.build(lengths + 288, 32, CodeKind::distance, lane, lanes);
 }
 
 // Reads a dynamic block's code lengths and builds its tables.
@@ -279,8 +290,11 @@ TANDEM_HD InflateStatus read_dynamic(BitReader& br, InflateTables& t, const Writ
   br.drop(14);
   if (hlit > 286 || hdist > 30) return InflateStatus::too_many_codes;
   constexpr std::uint8_t kOrder[19] = {16, 17, 18, 0, 8, 7, 9, 6, 10, 5, 11, 4, 12, 3, 13, 2, 14, 1, 15};
-  std::uint8_t lengths[288 + 32];
+  // In the warp form every lane writes the same lengths to the same shared
+  // bytes and reads back only what it wrote itself.
+  std::uint8_t* const lengths = t.lengths;
   for (int i = 0; i < 19; ++i) lengths[i] = 0;
+  w.sync();  // every lane's zeros before any lane's lengths
   for (std::uint32_t i = 0; i < hclen; ++i) {
     br.refill();
     if (br.avail < 3) return InflateStatus::truncated;
@@ -331,44 +345,206 @@ TANDEM_HD InflateStatus read_dynamic(BitReader& br, InflateTables& t, const Writ
   return InflateStatus::ok;
 }
 
-// Decodes one Huffman-coded block's symbols until its end-of-block code.
+// One token of a Huffman block: a literal (length 1, value its byte), a
+// match (length 3..258, value its distance) or the end of the block
+// (length 0).
+struct Token {
+  std::uint32_t length;
+  std::uint32_t value;
+};
+
+// Decodes the next token; the caller checks a match's distance against its
+// output and the token against the capacity.
+TANDEM_HD InflateStatus next_token(BitReader& br, const InflateTables& t, Token* token) {
+  // A refill holds more than 32 bits unless the input ends: enough for a
+  // length code (15) and its extra bits (5); another before the distance
+  // code (15) and its extra bits (13).
+  br.refill();
+  Decoded d = t.litlen.decode(br.peek(15));
+  if (d.length == 0) return InflateStatus::invalid_symbol;
+  if (d.length > br.avail) return InflateStatus::truncated;
+  br.drop(d.length);
+  if (d.symbol < 256) {
+    *token = {1, d.symbol};
+    return InflateStatus::ok;
+  }
+  if (d.symbol == 256) {
+    *token = {0, 0};
+    return InflateStatus::ok;
+  }
+  const std::uint32_t li = d.symbol - 257;
+  if (li >= 29) return InflateStatus::invalid_symbol;
+  const std::uint32_t lx = length_extra(li);
+  if (lx > br.avail) return InflateStatus::truncated;
+  const std::uint32_t length = length_base(li) + br.peek(static_cast<int>(lx));
+  br.drop(lx);
+  br.refill();
+  d = t.distance.decode(br.peek(15));
+  if (d.length == 0) return InflateStatus::invalid_symbol;
+  if (d.length > br.avail) return InflateStatus::truncated;
+  br.drop(d.length);
+  if (d.symbol >= 30) return InflateStatus::invalid_symbol;
+  const std::uint32_t dx = distance_extra(d.symbol);
+  if (dx > br.avail) return InflateStatus::truncated;
+  *token = {length, distance_base(d.symbol) + br.peek(static_cast<int>(dx))};
+  br.drop(dx);
+  return InflateStatus::ok;
+}
+
+// Whether token k fits the output at `at` of `capacity`: ok,
+// distance_too_far or output_overflow.
+TANDEM_HD InflateStatus check_token(const Token& k, std::size_t at, std::size_t capacity) {
+  if (k.length == 1) return at < capacity ? InflateStatus::ok : InflateStatus::output_overflow;
+  if (k.value > at) return InflateStatus::distance_too_far;
+  if (k.length > capacity - at) return InflateStatus::output_overflow;
+  return InflateStatus::ok;
+}
+
+// Decodes one Huffman-coded block's symbols until its end-of-block code,
+// token by token.
 template <class Writer>
 TANDEM_HD InflateStatus inflate_codes(BitReader& br, const InflateTables& t, std::uint8_t* out, std::size_t capacity,
                                       std::size_t& at, const Writer& w) {
   for (;;) {
-    // A refill holds at least 56 bits unless the input ends: enough for a
-    // length code (15) and its extra bits (5) and a distance code (15) and
-    // its extra bits (13).
-    br.refill();
-    Decoded d = t.litlen.decode(br.peek(15));
-    if (d.length == 0) return InflateStatus::invalid_symbol;
-    if (d.length > br.avail) return InflateStatus::truncated;
-    br.drop(d.length);
-    if (d.symbol < 256) {
-      if (at >= capacity) return InflateStatus::output_overflow;
-      w.literal(out, at++, static_cast<std::uint8_t>(d.symbol));
-      continue;
+    Token k;
+    InflateStatus s = next_token(br, t, &k);
+    if (s != InflateStatus::ok) return s;
+    if (k.length == 0) return InflateStatus::ok;
+    s = check_token(k, at, capacity);
+    if (s != InflateStatus::ok) return s;
+    if (k.length == 1) {
+      w.literal(out, at, static_cast<std::uint8_t>(k.value));
+    } else {
+      w.match(out, at, k.value, k.length);
     }
-    if (d.symbol == 256) return InflateStatus::ok;
-    const std::uint32_t li = d.symbol - 257;
-    if (li >= 29) return InflateStatus::invalid_symbol;
-    const std::uint32_t lx = length_extra(li);
-    if (lx > br.avail) return InflateStatus::truncated;
-    const std::uint32_t length = length_base(li) + br.peek(static_cast<int>(lx));
-    br.drop(lx);
-    d = t.distance.decode(br.peek(15));
-    if (d.length == 0) return InflateStatus::invalid_symbol;
-    if (d.length > br.avail) return InflateStatus::truncated;
-    br.drop(d.length);
-    if (d.symbol >= 30) return InflateStatus::invalid_symbol;
-    const std::uint32_t dx = distance_extra(d.symbol);
-    if (dx > br.avail) return InflateStatus::truncated;
-    const std::uint32_t distance = distance_base(d.symbol) + br.peek(static_cast<int>(dx));
-    br.drop(dx);
-    if (distance > at) return InflateStatus::distance_too_far;
-    if (length > capacity - at) return InflateStatus::output_overflow;
-    w.match(out, at, distance, length);
-    at += length;
+    at += k.length;
+  }
+}
+
+// Writes a batch of tokens (token j in lane j: length | value << 16; lanes
+// past the batch hold 0) of `total` bytes to out[0, total), where out[-d]
+// for d <= the batch's longest distance is earlier output; `stage` gets the
+// same bytes. Every byte is found by its own lane, kLanes * 4 bytes at a
+// step: its token (a binary search over the tokens' starts), then its value:
+// a literal's byte; for a match, the byte it copies, taken back to the
+// match's first period (out[-distance + offset % distance] when the match
+// overlaps itself), so that the source is always before the match. Sources
+// before the batch are loaded from out (the step's loads all in flight
+// together), those in an earlier round of the batch from stage, those in the
+// same round from their lanes once known.
+TANDEM_HD void write_batch(const simt::Warp& w, const simt::Lanes<std::uint32_t>& tok, std::uint32_t total,
+                           std::uint8_t* out, std::uint8_t* stage) {
+  constexpr int kRounds = 4;
+  const simt::Lanes<std::uint32_t> len = w.map([&](int l) { return tok[l] & 0xffffu; });
+  const simt::Lanes<std::uint32_t> start = w.exclusive_sum(len);
+  for (std::uint32_t base = 0; base < total; base += kRounds * simt::kWarpSize) {
+    simt::Lanes<std::uint32_t> v[kRounds];
+    simt::Lanes<std::int32_t> q[kRounds];  // the source in the batch; -1 when v is the value
+    TANDEM_UNROLL
+    for (int u = 0; u < kRounds; ++u) {
+      const std::uint32_t round = base + static_cast<std::uint32_t>(u) * simt::kWarpSize;
+      simt::Lanes<int> k = w.map([](int) { return 0; });
+      TANDEM_UNROLL
+      for (int step = 16; step >= 1; step >>= 1) {
+        const simt::Lanes<int> cand = w.map([&](int l) { return k[l] + step; });
+        const simt::Lanes<std::uint32_t> cs = w.shfl(start, cand);
+        w.each([&](int l) {
+          if (cs[l] <= round + static_cast<std::uint32_t>(l)) k[l] = cand[l];
+        });
+      }
+      const simt::Lanes<std::uint32_t> ot = w.shfl(tok, k);
+      const simt::Lanes<std::uint32_t> os = w.shfl(start, k);
+      w.each([&](int l) {
+        const std::uint32_t off = round + static_cast<std::uint32_t>(l);
+        v[u][l] = 0;
+        q[u][l] = -1;
+        if (off >= total) return;
+        const std::uint32_t length = ot[l] & 0xffffu;
+        const std::uint32_t value = ot[l] >> 16;
+        if (length == 1) {
+          v[u][l] = value;
+          return;
+        }
+        const std::uint32_t rel = off - os[l];
+        const std::uint32_t fold = rel < value ? rel : rel % value;
+        const std::int32_t src = static_cast<std::int32_t>(os[l] + fold) - static_cast<std::int32_t>(value);
+        if (src < 0) {
+          v[u][l] = out[src];
+        } else {
+          q[u][l] = src;
+        }
+      });
+    }
+    TANDEM_UNROLL
+    for (int u = 0; u < kRounds; ++u) {
+      const std::uint32_t round = base + static_cast<std::uint32_t>(u) * simt::kWarpSize;
+      w.each([&](int l) {
+        if (q[u][l] >= 0 && static_cast<std::uint32_t>(q[u][l]) < round) {
+          v[u][l] = stage[q[u][l]];
+          q[u][l] = -1;
+        }
+      });
+      // A source in this round lies in a lower lane; the lowest lane still
+      // waiting takes its value from one that is not, so each pass ends one
+      // wait at least.
+      while (w.ballot(w.map([&](int l) { return q[u][l] >= 0; }))) {
+        const simt::Lanes<int> from =
+            w.map([&](int l) { return q[u][l] >= 0 ? static_cast<int>(q[u][l] - static_cast<std::int32_t>(round)) : l; });
+        const simt::Lanes<std::uint32_t> fv = w.shfl(v[u], from);
+        const simt::Lanes<std::int32_t> fq = w.shfl(q[u], from);
+        w.each([&](int l) {
+          if (q[u][l] >= 0 && fq[l] < 0) {
+            v[u][l] = fv[l];
+            q[u][l] = -1;
+          }
+        });
+      }
+      w.each([&](int l) {
+        const std::uint32_t off = round + static_cast<std::uint32_t>(l);
+        if (off < total) {
+          stage[off] = static_cast<std::uint8_t>(v[u][l]);
+          out[off] = static_cast<std::uint8_t>(v[u][l]);
+        }
+      });
+      w.sync();
+    }
+  }
+}
+
+// The warp form's Huffman block: batches of up to kBatchTokens tokens, each
+// decoded by every lane alike and then written by the lanes together. An
+// error ends the batch before the token that has it; the tokens before it
+// are written, as the thread form writes them.
+TANDEM_HD InflateStatus warp_codes(BitReader& br, InflateTables& t, std::uint8_t* out, std::size_t capacity,
+                                   std::size_t& at) {
+  const simt::Warp w{};
+  for (;;) {
+    simt::Lanes<std::uint32_t> tok = w.map([](int) { return 0u; });
+    std::uint32_t count = 0;
+    std::uint32_t total = 0;
+    InflateStatus s = InflateStatus::ok;
+    bool end = false;
+    while (count < kBatchTokens && total + 258 <= kStageBytes) {
+      Token k;
+      s = next_token(br, t, &k);
+      if (s != InflateStatus::ok) break;
+      if (k.length == 0) {
+        end = true;
+        break;
+      }
+      s = check_token(k, at + total, capacity);
+      if (s != InflateStatus::ok) break;
+      const std::uint32_t packed = k.length | (k.value << 16);
+      w.each([&](int l) {
+        if (l == static_cast<int>(count)) tok[l] = packed;
+      });
+      ++count;
+      total += k.length;
+    }
+    if (count > 0) write_batch(w, tok, total, out + at, t.stage);
+    at += total;
+    if (s != InflateStatus::ok) return s;
+    if (end) return InflateStatus::ok;
   }
 }
 
@@ -439,7 +615,7 @@ TANDEM_HD InflateResult inflate_stream(const std::uint8_t* in, std::size_t in_si
       }
       w.sync();
       if (s != InflateStatus::ok) break;
-      s = detail::inflate_codes(br, t, out, capacity, at, w);
+      s = w.codes(br, t, out, capacity, at);
       if (s != InflateStatus::ok) break;
     }
     if (final_block) {
