@@ -117,25 +117,15 @@ int run_deflate_gpu_bench(const DeflateGpuBenchConfig& config) {
     }
   std::string error, device;
   bool have_gpu = false;
-  for (const gpu::deflate_enc::MatchParams& p : config.shapes) {
-    DeflateGpuResult gpu;
-    if (!deflate_gpu_measure(data.data(), data.size(), config.chunk, config.runs, p, &gpu, &error)) {
-      if (have_gpu) {  // a device, but this shape failed
-        std::fprintf(stderr, "deflate GPU bench: %s\n", error.c_str());
-        return 1;
-      }
-      break;
-    }
+  DeflateGpuResult gpu;
+  if (deflate_gpu_measure(data.data(), data.size(), config.chunk, config.runs, &gpu, &error)) {
     if (!verify(data, config.chunk, gpu, &error)) {
       std::fprintf(stderr, "deflate GPU bench: %s\n", error.c_str());
       return 1;
     }
     have_gpu = true;
     device = gpu.device;
-    char name[96];
-    std::snprintf(name, sizeof name, "tandem GPU seg %u prime %u d%d%s", p.segment_size, p.prime_bytes, p.chain_depth,
-                  p.lazy ? " lazy" : "");
-    rows.push_back({name, 0, gpu.compressed, gpu.seconds});
+    rows.push_back({"tandem GPU", 0, gpu.compressed, gpu.seconds});
   }
 
   const Row* l1_all = nullptr;

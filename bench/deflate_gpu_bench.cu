@@ -13,8 +13,8 @@
 
 namespace tandem::bench {
 
-bool deflate_gpu_measure(const unsigned char* data, std::size_t n, std::size_t chunk, int runs,
-                         const gpu::deflate_enc::MatchParams& params, DeflateGpuResult* r, std::string* error) {
+bool deflate_gpu_measure(const unsigned char* data, std::size_t n, std::size_t chunk, int runs, DeflateGpuResult* r,
+                         std::string* error) {
   if (!device0_name(&r->device, error)) return false;
   const std::size_t items = std::max<std::size_t>(1, (n + chunk - 1) / chunk);
   std::vector<const void*> in_ptrs(items);
@@ -44,7 +44,7 @@ bool deflate_gpu_measure(const unsigned char* data, std::size_t n, std::size_t c
     out_ptrs[i] = static_cast<unsigned char*>(d_out.p) + out_at[i];
   }
   std::size_t temp_bytes = 0;
-  if (Status s = gpu::deflate_compress_temp_size(items, std::min(chunk, std::max<std::size_t>(n, 1)), &temp_bytes, params);
+  if (Status s = gpu::deflate_compress_temp_size(items, std::min(chunk, std::max<std::size_t>(n, 1)), &temp_bytes);
       !s) {
     *error = s.to_string();
     return false;
@@ -63,7 +63,7 @@ bool deflate_gpu_measure(const unsigned char* data, std::size_t n, std::size_t c
   const std::size_t max_item = std::min(chunk, std::max<std::size_t>(n, 1));
   const auto call = [&]() {
     return gpu::deflate_compress_async(d_in_ptrs, d_in_sizes, max_item, items, d_temp.p, temp_bytes, d_out_ptrs, d_caps,
-                                       d_out_sizes, d_statuses, stream, params);
+                                       d_out_sizes, d_statuses, stream);
   };
   std::vector<double> times;
   for (int k = -1; ok && k < runs; ++k) {  // k = -1: the untimed warm-up

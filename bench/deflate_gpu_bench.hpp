@@ -7,7 +7,7 @@
 // nci ooffice osdb reymont xml). The GPU figure is device-resident: the input
 // and the item arrays are in device memory before the first CUDA event, and
 // only deflate_compress_async sits between the events; the median of the
-// runs is kept; a row for each match-finder shape asked for. Every GPU chunk is checked once: libdeflate inflates it to
+// runs is kept. Every GPU chunk is checked once: libdeflate inflates it to
 // its input, and all chunks joined with 03 00 inflate as one stream. The
 // libdeflate figures time the chunks' compression spread over threads (each
 // with its own compressor), median of the runs. Throughput is uncompressed
@@ -18,7 +18,6 @@
 #include <string>
 #include <vector>
 
-#include "gpu/deflate_enc_body.hpp"
 
 namespace tandem::bench {
 
@@ -28,15 +27,6 @@ struct DeflateGpuBenchConfig {
   int threads = 0;                      // the "all threads" figure: 0 = all hardware threads
   int runs = 10;                        // timed runs per measurement (the median is kept)
   std::string json_path;                // write JSON results here when not empty
-  // The GPU rows: one per match-finder shape, the default first; the others
-  // show what segment size and search depth trade between speed and size.
-  std::vector<gpu::deflate_enc::MatchParams> shapes = {
-      gpu::deflate_enc::kParams,
-      {4096, 16384, 12, 4, 32, true},
-      {2048, 16384, 12, 16, 64, true},
-      {2048, 8192, 12, 8, 32, true},
-      {8192, 16384, 13, 24, 64, true},
-  };
 };
 
 // Runs the benchmark; returns a process exit code (0 success, 1 failure, 2 bad arguments).
@@ -55,6 +45,6 @@ struct DeflateGpuResult {
   std::string device;
 };
 bool deflate_gpu_measure(const unsigned char* data, std::size_t n, std::size_t chunk, int runs,
-                         const gpu::deflate_enc::MatchParams& params, DeflateGpuResult* result, std::string* error);
+                         DeflateGpuResult* result, std::string* error);
 
 }  // namespace tandem::bench

@@ -3,8 +3,7 @@
 
 namespace tandem::bench {
 
-bool deflate_gpu_measure(const unsigned char*, std::size_t, std::size_t, int, const gpu::deflate_enc::MatchParams&,
-                         DeflateGpuResult*, std::string* error) {
+bool deflate_gpu_measure(const unsigned char*, std::size_t, std::size_t, int, DeflateGpuResult*, std::string* error) {
   *error = "this build of tandem has no CUDA backend";
   return false;
 }

@@ -2,8 +2,7 @@
 // CPU emulation) is deterministic and lossless, and its Huffman builder keeps
 // its limits.
 //
-// Byte 0 picks the match finder's shape (the GPU's default or one of a few
-// others); the rest is the data. The chunk is compressed twice (the bytes
+// The input is the data. The chunk is compressed twice (the bytes
 // must be identical and within deflate_max_compressed_size), must end with
 // the empty stored block, and zlib must inflate it (raw deflate) to the data
 // with input left over none. The data's bytes, taken as frequencies of 19,
@@ -49,16 +48,12 @@ void check_code(const std::uint8_t* data, std::size_t size, int n, int max_len) 
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-  if (size < 1) return 0;
-  static const enc::MatchParams kShapes[4] = {
-      enc::kParams, {1024, 4096, 8, 1, 3, false}, {2048, 32768, 12, 64, 258, true}, {4096, 0, 10, 4, 16, true}};
-  const enc::MatchParams& p = kShapes[data[0] & 3];
-  const std::uint8_t* in = data + 1;
-  const std::size_t n = size - 1;
+  const std::uint8_t* in = data;
+  const std::size_t n = size;
 
   std::vector<std::uint8_t> one, two;
-  FUZZ_ASSERT(tandem::gpu::deflate_compress_emulated(in, n, &one, p).ok());
-  FUZZ_ASSERT(tandem::gpu::deflate_compress_emulated(in, n, &two, p).ok());
+  FUZZ_ASSERT(tandem::gpu::deflate_compress_emulated(in, n, &one).ok());
+  FUZZ_ASSERT(tandem::gpu::deflate_compress_emulated(in, n, &two).ok());
   FUZZ_ASSERT(one == two);
   FUZZ_ASSERT(one.size() <= tandem::gpu::deflate_max_compressed_size(n));
   FUZZ_ASSERT(one.size() >= 5 && std::memcmp(one.data() + one.size() - 4, "\x00\x00\xff\xff", 4) == 0);

@@ -1,29 +1,37 @@
-// The deflate encoder that the GPU runs, as thread bodies that the CPU
-// emulation runs too (same code, same bytes).
+// The deflate encoder that the GPU runs, as bodies that the CPU emulation
+// runs too (same code, same bytes).
 //
 // An item is one chunk of tandem's indexed deflate stream
 // (docs/formats/deflate.md): its compressed data starts on a byte boundary,
 // no match reaches before its first byte, every block has BFINAL = 0, and it
 // ends with an empty stored block, so that it ends byte-aligned and inflates
-// alone. The item is cut into segments of kParams.segment_size bytes; the passes:
+// alone. The item is cut into the LZ4 encoder's segments (lz4k::kSegmentSize
+// bytes); the passes:
 //
-//  1. find (a thread per segment): hash-chain match finding with lazy
-//     evaluation (a match is put off while the next position has a longer
-//     one) over the segment, its chains primed with the
-//     kParams.prime_bytes before it (inside the item), matches ending inside the
-//     segment. It writes the segment's tokens (a literal or a match each) to
-//     the segment's slot, their count, and the segment's literal/length and
-//     distance histograms.
-//  2. plan (a thread per item): the item's histograms summed, length-limited
-//     Huffman codes built (huffman_encode.hpp), the dynamic block's header
+//  0. prime, 1. find: the LZ4 encoder's own steps (gpu/lz4_gpu_encode.hpp,
+//     called as they are): a warp per segment finds matches with a hash
+//     table in shared memory primed from the 24 KiB before the segment, 32
+//     positions at a time, and records the segment's sequences (literal
+//     count, match length, offset). Its offsets stay below 32 KiB (the
+//     prime reach plus a segment), inside deflate's window; its matches lie
+//     inside their segment and are at least 4 bytes.
+//  2. tokenize (a warp per segment): the records become deflate tokens (a
+//     literal or a match each; a match longer than 258 bytes in pieces of
+//     at most 258 and at least 3), and the segment's literal/length and
+//     distance histograms. Each segment's tokens cover its own bytes, so a
+//     segment's trailing literals are its own, not carried into the next.
+//  3. plan (a thread block per item): the item's histograms summed,
+//     length-limited Huffman codes built (huffman_encode.hpp, the sort of
+//     the symbols spread over the block), the dynamic block's header
 //     written, and the exact size of a dynamic, a fixed and a stored coding
-//     compared; the smallest is the item's mode.
-//  3. size (a thread per segment): the bits of the segment's tokens in the
-//     chosen code; a prefix sum over segments (CUB on the device) places
-//     each segment's bits after the header and the segments before it.
-//  4. pack (a thread per segment): the segment's codes OR-ed into the item's
-//     zeroed word buffer at that bit offset (only a segment's first and last
-//     word are shared with a neighbour).
+//     compared; the smallest is the item's mode. Each segment's bits are its
+//     histogram times the code's lengths, so the block also places every
+//     segment's bits after the header and the segments before it.
+//  4. pack (a warp per segment): 32 tokens at a time, each lane a token's
+//     codes, a warp prefix sum for their bit offsets, OR-ed into a staging
+//     area in shared memory; the words completed go out as plain stores,
+//     except the segment's first and last, which a neighbour may share
+//     (atomic OR into the item's zeroed words).
 //  5. finish (a thread block per item): the header, the end-of-block code
 //     and the empty stored block added, then the bytes copied out; or the
 //     stored coding written straight from the input.
@@ -37,9 +45,13 @@
 #include <cstring>
 
 #include "gpu/huffman_encode.hpp"
+#include "gpu/lz4_gpu_encode.hpp"
 #include "gpu/simt.hpp"
 
 namespace tandem::gpu::deflate_enc {
+
+using simt::Lanes;
+using simt::Warp;
 
 inline constexpr std::uint32_t kMinMatch = 3;
 inline constexpr std::uint32_t kMaxMatch = 258;
@@ -51,45 +63,21 @@ inline constexpr int kEndOfBlock = 256;
 inline constexpr int kHistSize = kLitLenSymbols + kDistSymbols;  // per segment: literal/length, then distance
 inline constexpr std::uint32_t kMaxStoredBlock = 65535;
 
-// The match finder's shape. Each segment primes its chains with the
-// prime_bytes before it; chain positions are 16-bit offsets from the start of
-// that stretch (0: none), so prime_bytes + segment_size < 65536.
-struct MatchParams {
-  std::uint32_t segment_size;  // a power of two
-  std::uint32_t prime_bytes;
-  int hash_log;
-  int chain_depth;             // candidates looked at per position
-  std::uint32_t nice_length;   // a match this long ends the search and the lazy step
-  bool lazy;
-};
-// Measured on silesia7 in 64 KiB chunks (CPU emulation; libdeflate level 1
-// on the same chunks writes 23,120,356 bytes, on the whole files 22.0 MB):
-//   segment  prime  hash  depth  nice  lazy   bytes
-//   8192     16384  13    24     64    yes    21,789,411
-//   4096     16384  13    16     64    yes    22,017,913  (this one)
-//   4096     16384  12     4     32    yes    22,816,113
-//   2048     16384  12    16     64    yes    22,127,733
-//   2048      8192  12     8     32    yes    23,553,937
-//   4096     12288  12     8     32    no     23,193,749
-// Smaller segments give the GPU more threads, each priming its chains with
-// more bytes than it parses.
-inline constexpr MatchParams kParams{4096, 16384, 13, 16, 64, true};
-static_assert(kParams.prime_bytes + kParams.segment_size < 65536, "chain positions are 16 bits");
-static_assert(kParams.prime_bytes <= kWindow, "deflate's window is 32 KiB");
+// The match finder is the LZ4 encoder's: its segments, and its offsets
+// inside deflate's window. Measured on silesia7 in 64 KiB chunks (CPU
+// emulation; libdeflate level 1 on the same chunks writes 23,120,356 bytes):
+//   8 KiB segments primed with 24 KiB every 3rd position, 2^12-entry
+//   tables (lz4k's shape): SIZE_TBD
+// The hash-chain finder before it (a thread per 4 KiB segment, chains of
+// depth 16 in global memory, lazy matching) wrote 22,017,913 bytes at
+// 0.84 GB/s on the H100.
+inline constexpr std::uint32_t kSegmentSize = lz4k::kSegmentSize;
+inline constexpr std::uint32_t kMaxSegmentRecords = lz4k::kMaxSegmentRecords;
+static_assert(lz4k::kPrimeBytes + lz4k::kSegmentSize <= kWindow, "every offset lz4k finds is inside the window");
+static_assert(lz4k::kEncMinMatch >= kMinMatch, "every match lz4k finds is one deflate can code");
 
-// Whether a shape is one the encoder takes: segment size a power of two from
-// 256 to 32 KiB, prime + segment < 65536, prime within the window, hash_log in
-// [8, 16], chain_depth >= 1.
-TANDEM_HD constexpr bool params_valid(const MatchParams& p) {
-  return p.segment_size >= 256 && p.segment_size <= 32768 && (p.segment_size & (p.segment_size - 1)) == 0 &&
-         p.prime_bytes + p.segment_size < 65536 && p.prime_bytes <= kWindow && p.hash_log >= 8 && p.hash_log <= 16 &&
-         p.chain_depth >= 1;
-}
-static_assert(params_valid(kParams));
-
-TANDEM_HD constexpr std::size_t segment_count(std::size_t n, const MatchParams& p = kParams) {
-  return n == 0 ? 1 : (n + p.segment_size - 1) / p.segment_size;
-}
+// Segments of an item of n bytes (none for an empty one).
+TANDEM_HD constexpr std::size_t segment_count(std::size_t n) { return lz4k::segment_count(n); }
 
 // Bytes the stored coding of n bytes takes, with the closing empty stored
 // block: an upper bound of every item's output (the encoder never writes more).
@@ -136,132 +124,114 @@ TANDEM_HD int length_extra_bits(int sym) {
 }
 TANDEM_HD int distance_extra_bits(int sym) { return sym < 4 ? 0 : sym / 2 - 1; }
 
-// ---------------------------------------------------------- 1. find ----
-
-TANDEM_HD std::uint32_t hash4(const std::uint8_t* p, int hash_log) {
-  const std::uint32_t v = p[0] | (std::uint32_t{p[1]} << 8) | (std::uint32_t{p[2]} << 16) | (std::uint32_t{p[3]} << 24);
-  return (v * 2654435761u) >> (32 - hash_log);
+// The length of piece k of a match of ml bytes cut into match_pieces(ml)
+// pieces: 258 bytes each, but that the next-to-last gives up what the last
+// needs to reach 3 bytes.
+TANDEM_HD std::uint32_t match_pieces(std::uint32_t ml) { return (ml + kMaxMatch - 1) / kMaxMatch; }
+TANDEM_HD std::uint32_t piece_length(std::uint32_t ml, std::uint32_t k) {
+  const std::uint32_t pieces = match_pieces(ml);
+  const std::uint32_t rest = ml - kMaxMatch * (pieces - 1);  // the last piece's share, 1..258
+  const std::uint32_t short_by = rest < kMinMatch ? kMinMatch - rest : 0u;
+  if (k + 1 == pieces) return rest + short_by;
+  return k + 2 == pieces ? kMaxMatch - short_by : kMaxMatch;
 }
 
-struct Match {
-  std::uint32_t len;
-  std::uint32_t dist;
-};
+// ------------------------------------------------------ 2. tokenize ----
 
-// The chains of one segment: head[2^hash_log] and prev[prime_bytes +
-// segment_size] hold positions as offsets from base, plus one (0: none).
-struct Chains {
-  const std::uint8_t* in;
-  std::uint32_t n;
-  std::uint32_t base;
-  std::uint16_t* head;
-  std::uint16_t* prev;
-  int hash_log;
-  std::uint32_t next;  // the first position not yet inserted
-
-  // Inserts every position before `upto` that has 4 bytes to hash.
-  TANDEM_HD void insert_to(std::uint32_t upto) {
-    const std::uint32_t last = n >= 4 ? n - 3 : 0;  // positions < last have 4 bytes
-    const std::uint32_t stop = upto < last ? upto : last;
-    for (; next < stop; ++next) {
-      const std::uint32_t h = hash4(in + next, hash_log);
-      prev[next - base] = head[h];
-      head[h] = static_cast<std::uint16_t>(next - base + 1);
-    }
-    if (next < upto) next = upto;
-  }
-
-  // The longest match at p (positions before p inserted, p not), at most
-  // max_len bytes; len 0 when none is worth coding.
-  TANDEM_HD Match best(std::uint32_t p, std::uint32_t max_len, int depth, std::uint32_t nice) const {
-    Match m{0, 0};
-    if (max_len < kMinMatch || p + 4 > n) return m;
-    std::uint32_t best_len = kMinMatch - 1;
-    std::uint32_t cand = head[hash4(in + p, hash_log)];
-    const std::uint8_t* const cur = in + p;
-    while (cand != 0 && depth-- > 0) {
-      const std::uint32_t q = base + cand - 1;
-      const std::uint32_t dist = p - q;
-      if (dist > kWindow) break;
-      const std::uint8_t* const c = in + q;
-      if (c[best_len] == cur[best_len] && c[0] == cur[0] && c[1] == cur[1]) {
-        std::uint32_t l = 2;
-        while (l < max_len && c[l] == cur[l]) ++l;
-        // A 3-byte match pays only when it is near.
-        if (l > best_len && (l > kMinMatch || dist <= 4096)) {
-          best_len = l;
-          m = {l, dist};
-          if (l >= nice || l >= max_len) break;
-        }
+// Pass 2 for segment seg of the item in[0, n), whose lz4k find step left the
+// records recs and the summary sum: writes the segment's tokens (at most
+// kSegmentSize; one per literal, one per match piece, in input order) and
+// their count, and its histogram (kHistSize counters) to seg_hist. hist:
+// kHistSize words of the warp's shared memory.
+//
+// The warp takes 32 records at a time, a record per lane (after the last
+// record a lane stands for the segment's trailing literals), sums up where
+// each record's tokens and literals start, then makes those tokens 32 at a
+// time, a token per lane: each lane finds its record by a binary search
+// over the lanes' first tokens (shuffles), and writes its token in place.
+TANDEM_HD void tokenize_segment(const Warp& w, const std::uint8_t* in, std::uint32_t n, std::uint32_t seg,
+                                const lz4k::SeqRecord* recs, const lz4k::SegmentSummary& sum, std::uint32_t* hist,
+                                std::uint32_t* tokens, std::uint32_t* count, std::uint32_t* seg_hist) {
+  w.each([&](int l) {
+    for (int k = l; k < kHistSize; k += simt::kWarpSize) hist[k] = 0;
+  });
+  w.sync();
+  const std::uint32_t seg_start = seg * kSegmentSize;
+  const std::uint32_t seg_end = n - seg_start < kSegmentSize ? n : seg_start + kSegmentSize;
+  const std::uint32_t records = sum.count;
+  std::uint32_t pos = seg_start;  // where the group's first record's literals start
+  std::uint32_t made = 0;         // tokens so far
+  for (std::uint32_t g = 0; g <= records; g += simt::kWarpSize) {
+    // Record g + l, or at g + l == records the trailing literals (no match).
+    const Lanes<std::uint32_t> lens = w.map([&](int l) -> std::uint32_t {
+      const std::uint32_t r = g + static_cast<std::uint32_t>(l);
+      return r < records ? recs[r].lens : 0u;
+    });
+    const Lanes<std::uint32_t> offset = w.map([&](int l) -> std::uint32_t {
+      const std::uint32_t r = g + static_cast<std::uint32_t>(l);
+      return r < records ? recs[r].offset : 0u;
+    });
+    const Lanes<std::uint32_t> span = w.map([&](int l) { return (lens[l] & 0xffffu) + (lens[l] >> 16); });
+    const Lanes<std::uint32_t> from = w.exclusive_sum(span);  // after pos
+    const Lanes<std::uint32_t> lit = w.map([&](int l) -> std::uint32_t {
+      const std::uint32_t r = g + static_cast<std::uint32_t>(l);
+      if (r < records) return lens[l] & 0xffffu;
+      // The records lie inside the segment, so the trailing literals are
+      // what they leave of it (never negative; 0 if it were).
+      return r == records && pos + from[l] < seg_end ? seg_end - pos - from[l] : 0u;
+    });
+    const Lanes<std::uint32_t> ml = w.map([&](int l) { return lens[l] >> 16; });
+    const Lanes<std::uint32_t> ntok = w.map([&](int l) { return lit[l] + match_pieces(ml[l]); });
+    const Lanes<std::uint32_t> first = w.exclusive_sum(ntok);
+    // (Tokens never outnumber the segment's bytes: each covers one or more.)
+    const std::uint32_t total = w.sum(ntok);
+    for (std::uint32_t k = 0; k < total; k += simt::kWarpSize) {
+      // Each lane's record: the last lane whose first token is at or before
+      // the lane's token (lanes without tokens have first == total).
+      const Lanes<std::uint32_t> t = w.map([&](int l) { return k + static_cast<std::uint32_t>(l); });
+      Lanes<int> owner = w.map([](int) { return 0; });
+      TANDEM_UNROLL
+      for (int step = simt::kWarpSize / 2; step >= 1; step /= 2) {
+        const Lanes<int> probe = w.map([&](int l) { return owner[l] + step; });
+        const Lanes<std::uint32_t> at = w.shfl(first, probe);
+        w.each([&](int l) {
+          if (at[l] <= t[l]) owner[l] = probe[l];
+        });
       }
-      cand = prev[q - base];
+      const Lanes<std::uint32_t> o_first = w.shfl(first, owner);
+      const Lanes<std::uint32_t> o_lit = w.shfl(lit, owner);
+      const Lanes<std::uint32_t> o_from = w.shfl(from, owner);
+      const Lanes<std::uint32_t> o_ml = w.shfl(ml, owner);
+      const Lanes<std::uint32_t> o_offset = w.shfl(offset, owner);
+      w.each([&](int l) {
+        if (t[l] >= total) return;
+        const std::uint32_t j = t[l] - o_first[l];
+        std::uint32_t token;
+        if (j < o_lit[l]) {
+          const std::uint8_t b = in[pos + o_from[l] + j];
+          token = b;
+          simt::atomic_add_block(&hist[b], 1u);
+        } else {
+          const std::uint32_t len = piece_length(o_ml[l], j - o_lit[l]);
+          token = match_token(len, o_offset[l]);
+          simt::atomic_add_block(&hist[length_symbol(len).symbol], 1u);
+          simt::atomic_add_block(&hist[kLitLenSymbols + distance_symbol(o_offset[l]).symbol], 1u);
+        }
+        tokens[made + t[l]] = token;
+      });
     }
-    return m;
+    made += total;
+    pos += w.sum(span);
   }
-};
-
-// Adds one token to the segment's tokens and histogram (hist: kHistSize
-// counters, literal/length then distance).
-TANDEM_HD void put_literal(std::uint32_t* tokens, std::uint32_t* count, std::uint32_t* hist, std::uint8_t b) {
-  tokens[(*count)++] = b;
-  ++hist[b];
-}
-TANDEM_HD void put_match(std::uint32_t* tokens, std::uint32_t* count, std::uint32_t* hist, Match m) {
-  tokens[(*count)++] = match_token(m.len, m.dist);
-  ++hist[length_symbol(m.len).symbol];
-  ++hist[kLitLenSymbols + distance_symbol(m.dist).symbol];
-}
-
-// Pass 1 for the segment [begin, end) of the item in[0, n): writes its tokens
-// (at most end - begin) and its histogram; returns the token count. head and
-// prev are the segment's own scratch (see Chains).
-TANDEM_HD std::uint32_t find_segment(const std::uint8_t* in, std::uint32_t n, std::uint32_t begin, std::uint32_t end,
-                                     const MatchParams& params, std::uint16_t* head, std::uint16_t* prev,
-                                     std::uint32_t* tokens, std::uint32_t* hist) {
-  for (int i = 0; i < kHistSize; ++i) hist[i] = 0;
-  std::uint32_t count = 0;
-  if (begin >= end) return 0;
-  const std::uint32_t hash_size = 1u << params.hash_log;
-#if defined(__CUDA_ARCH__)
-  if ((reinterpret_cast<std::uintptr_t>(head) & 15) == 0) {
-    uint4* h = reinterpret_cast<uint4*>(head);
-    for (std::uint32_t i = 0; i < hash_size / 8; ++i) h[i] = make_uint4(0, 0, 0, 0);
-  } else {
-    for (std::uint32_t i = 0; i < hash_size; ++i) head[i] = 0;
-  }
-#else
-  std::memset(head, 0, hash_size * sizeof(std::uint16_t));
-#endif
-  const std::uint32_t base = begin > params.prime_bytes ? begin - params.prime_bytes : 0;
-  Chains ch{in, n, base, head, prev, params.hash_log, base};
-  std::uint32_t p = begin;
-  while (p < end) {
-    ch.insert_to(p);
-    const std::uint32_t room = end - p < kMaxMatch ? end - p : kMaxMatch;
-    Match m = ch.best(p, room, params.chain_depth, params.nice_length);
-    if (m.len == 0) {
-      put_literal(tokens, &count, hist, in[p]);
-      ++p;
-      continue;
-    }
-    // Lazy evaluation: while the next position has a longer match, the
-    // current byte goes out as a literal.
-    while (params.lazy && m.len < params.nice_length && p + 1 < end) {
-      ch.insert_to(p + 1);
-      const std::uint32_t room1 = end - p - 1 < kMaxMatch ? end - p - 1 : kMaxMatch;
-      const Match next = ch.best(p + 1, room1, params.chain_depth / 2 + 1, params.nice_length);
-      if (next.len <= m.len) break;
-      put_literal(tokens, &count, hist, in[p]);
-      ++p;
-      m = next;
-    }
-    put_match(tokens, &count, hist, m);
-    p += m.len;
-  }
-  return count;
+  w.sync();  // every lane's counts are in before they are copied
+  w.each([&](int l) {
+    for (int k = l; k < kHistSize; k += simt::kWarpSize) seg_hist[k] = hist[k];
+    if (l == 0) *count = made;
+  });
+  w.sync();
 }
 
-// ---------------------------------------------------------- 2. plan ----
+// ---------------------------------------------------------- 3. plan ----
 
 enum class Mode : std::uint32_t { stored = 0, fixed = 1, dynamic = 2 };
 
@@ -354,10 +324,12 @@ TANDEM_HD std::uint64_t coded_bits(const std::uint32_t* hist, const std::uint8_t
 // followed by the empty stored block.
 TANDEM_HD std::uint64_t huffman_out_bytes(std::uint64_t bits) { return (bits + 3 + 7) / 8 + 4; }
 
-// Pass 2 for an item of n bytes whose histogram (summed over its segments)
-// is hist[kHistSize]. hist is changed: the end-of-block symbol is counted.
-TANDEM_HD void plan_item(std::uint32_t n, std::uint32_t* hist, Plan* plan) {
-  hist[kEndOfBlock] = 1;
+// The item's coding for an item of n bytes whose histogram (summed over its
+// segments, the end-of-block symbol counted once) is hist[kHistSize];
+// lit_sym and dist_sym: the used literal/length and distance symbols sorted
+// as symbol_rank places them.
+TANDEM_HD void plan_item(std::uint32_t n, const std::uint32_t* hist, const std::uint16_t* lit_sym,
+                         const std::uint16_t* dist_sym, Plan* plan) {
   const std::uint64_t stored = max_compressed_size(n);
   plan->mode = Mode::stored;
   plan->header_bits = 0;
@@ -369,8 +341,12 @@ TANDEM_HD void plan_item(std::uint32_t n, std::uint32_t* hist, Plan* plan) {
   // Dynamic: the item's own codes.
   std::uint8_t lit_len[kLitLenSymbols];
   std::uint8_t dist_len[kDistSymbols];
-  build_code_lengths(hist, kLitLenSymbols, kMaxCodeLength, lit_len);
-  build_code_lengths(hist + kLitLenSymbols, kDistSymbols, kMaxCodeLength, dist_len);
+  int lit_used = 0;
+  for (int s = 0; s < kLitLenSymbols; ++s) lit_used += hist[s] != 0 ? 1 : 0;
+  int dist_used = 0;
+  for (int s = 0; s < kDistSymbols; ++s) dist_used += hist[kLitLenSymbols + s] != 0 ? 1 : 0;
+  build_code_lengths_sorted(hist, kLitLenSymbols, kMaxCodeLength, lit_sym, lit_used, lit_len);
+  build_code_lengths_sorted(hist + kLitLenSymbols, kDistSymbols, kMaxCodeLength, dist_sym, dist_used, dist_len);
   int hlit = kLitLenSymbols;
   while (hlit > 257 && lit_len[hlit - 1] == 0) --hlit;
   int hdist = kDistSymbols;
@@ -436,24 +412,76 @@ TANDEM_HD void plan_item(std::uint32_t n, std::uint32_t* hist, Plan* plan) {
   plan->header_bits = w.bit;
 }
 
-// ------------------------------------------------- 3. size, 4. pack ----
-
-// Pass 3: the bits of a segment's tokens in the plan's code.
-TANDEM_HD std::uint64_t segment_bits(const Plan& plan, const std::uint32_t* tokens, std::uint32_t count) {
+// The bits of a segment's tokens, counted in its histogram, under the plan's
+// code (0 for a stored item): what pack_segment writes for them.
+TANDEM_HD std::uint64_t segment_bits(const Plan& plan, const std::uint32_t* seg_hist) {
   if (plan.mode == Mode::stored) return 0;
-  std::uint64_t bits = 0;
-  for (std::uint32_t i = 0; i < count; ++i) {
-    const std::uint32_t t = tokens[i];
-    if (!is_match(t)) {
-      bits += plan.lit_len[t];
-    } else {
-      const SymbolExtra l = length_symbol(token_length(t));
-      const SymbolExtra d = distance_symbol(token_distance(t));
-      bits += static_cast<std::uint64_t>(plan.lit_len[l.symbol] + l.bits + plan.dist_len[d.symbol] + d.bits);
-    }
-  }
-  return bits;
+  return coded_bits(seg_hist, plan.lit_len, plan.dist_len);
 }
+
+// Warps of a plan block.
+inline constexpr int kPlanWarps = 4;
+
+// What a plan block keeps in shared memory.
+struct PlanShared {
+  std::uint32_t hist[kHistSize];
+  std::uint16_t lit_sym[kLitLenSymbols];
+  std::uint16_t dist_sym[kDistSymbols];
+};
+
+// Pass 3 for an item of n bytes cut into `segments` segments whose
+// histograms are seg_hists[s * kHistSize, ...): the item's plan, and in
+// seg_at[s] where segment s's bits start (after the header and the segments
+// before it). The block sums the histograms a symbol a thread, sorts the
+// used symbols by their ranks, and sizes the segments a segment a thread;
+// one thread builds the codes and the header, and adds up the segments'
+// places.
+template <int W>
+TANDEM_HD void plan_item_block(const simt::Block<W>& b, PlanShared& sh, std::uint32_t n, const std::uint32_t* seg_hists,
+                               std::uint32_t segments, Plan* plan, std::uint64_t* seg_at) {
+  constexpr std::uint32_t kThreads = W * simt::kWarpSize;
+  simt::block_threads(b, [&](std::uint32_t t) {
+    for (std::uint32_t k = t; k < static_cast<std::uint32_t>(kHistSize); k += kThreads) {
+      std::uint32_t sum = 0;
+      for (std::uint32_t s = 0; s < segments; ++s) sum += seg_hists[static_cast<std::size_t>(s) * kHistSize + k];
+      sh.hist[k] = k == static_cast<std::uint32_t>(kEndOfBlock) ? 1u : sum;
+    }
+  });
+  b.sync();
+  simt::block_threads(b, [&](std::uint32_t t) {
+    for (std::uint32_t k = t; k < static_cast<std::uint32_t>(kHistSize); k += kThreads) {
+      if (sh.hist[k] == 0) continue;
+      if (k < static_cast<std::uint32_t>(kLitLenSymbols)) {
+        sh.lit_sym[symbol_rank(sh.hist, kLitLenSymbols, static_cast<int>(k))] = static_cast<std::uint16_t>(k);
+      } else {
+        const int s = static_cast<int>(k) - kLitLenSymbols;
+        sh.dist_sym[symbol_rank(sh.hist + kLitLenSymbols, kDistSymbols, s)] = static_cast<std::uint16_t>(s);
+      }
+    }
+  });
+  b.sync();
+  simt::block_threads(b, [&](std::uint32_t t) {
+    if (t == 0) plan_item(n, sh.hist, sh.lit_sym, sh.dist_sym, plan);
+  });
+  b.sync();
+  simt::block_threads(b, [&](std::uint32_t t) {
+    for (std::uint32_t s = t; s < segments; s += kThreads)
+      seg_at[s] = segment_bits(*plan, seg_hists + static_cast<std::size_t>(s) * kHistSize);
+  });
+  b.sync();
+  simt::block_threads(b, [&](std::uint32_t t) {
+    if (t != 0) return;
+    std::uint64_t at = plan->header_bits;
+    for (std::uint32_t s = 0; s < segments; ++s) {
+      const std::uint64_t bits = seg_at[s];
+      seg_at[s] = at;
+      at += bits;
+    }
+  });
+  b.sync();
+}
+
+// --------------------------------------------------------- 4. pack ----
 
 // ORs v into *p: atomically on the device (a neighbouring segment may share
 // the word), plainly on the host.
@@ -487,25 +515,89 @@ struct WordBits {
   }
 };
 
-// Pass 4: a segment's codes OR-ed into the item's words from bit `at` on.
-TANDEM_HD void pack_segment(const Plan& plan, const std::uint32_t* tokens, std::uint32_t count, std::uint32_t* words,
-                            std::uint64_t at) {
+// A token's codes in the plan's code, low bit first: at most 15 + 5 + 15 +
+// 13 = 48 bits.
+struct TokenBits {
+  std::uint64_t value;
+  std::uint32_t count;
+};
+TANDEM_HD TokenBits token_bits(const Plan& plan, std::uint32_t t) {
+  if (!is_match(t)) return {plan.lit_code[t], plan.lit_len[t]};
+  const SymbolExtra l = length_symbol(token_length(t));
+  const SymbolExtra d = distance_symbol(token_distance(t));
+  std::uint64_t v = plan.lit_code[l.symbol];
+  std::uint32_t at = plan.lit_len[l.symbol];
+  v |= std::uint64_t{l.value} << at;
+  at += static_cast<std::uint32_t>(l.bits);
+  v |= std::uint64_t{plan.dist_code[d.symbol]} << at;
+  at += plan.dist_len[d.symbol];
+  v |= std::uint64_t{d.value} << at;
+  return {v, at + static_cast<std::uint32_t>(d.bits)};
+}
+
+// A pack warp's staging words: 32 tokens of at most 48 bits after up to 31
+// bits carried over span at most 49 words.
+inline constexpr std::uint32_t kStageWords = 64;
+
+// Pass 4: a segment's count tokens coded into the item's zeroed words from
+// bit `at` on. stage: kStageWords words of the warp's shared memory. Each
+// step codes 32 tokens, a token per lane, into the stage (a shared-memory
+// atomic OR per word a token touches); the words it completes go out, the
+// one the segment shares with what comes before it by an atomic OR, the
+// others by plain stores; the last, partial word stays in the stage for the
+// next step, and is OR-ed out at the end.
+TANDEM_HD void pack_segment(const Warp& w, const Plan& plan, const std::uint32_t* tokens, std::uint32_t count,
+                            std::uint32_t* words, std::uint64_t at, std::uint32_t* stage) {
   if (plan.mode == Mode::stored || count == 0) return;
-  WordBits w(words, at);
-  for (std::uint32_t i = 0; i < count; ++i) {
-    const std::uint32_t t = tokens[i];
-    if (!is_match(t)) {
-      w.put(plan.lit_code[t], plan.lit_len[t]);
-    } else {
-      const SymbolExtra l = length_symbol(token_length(t));
-      const SymbolExtra d = distance_symbol(token_distance(t));
-      w.put(plan.lit_code[l.symbol], plan.lit_len[l.symbol]);
-      w.put(l.value, l.bits);
-      w.put(plan.dist_code[d.symbol], plan.dist_len[d.symbol]);
-      w.put(d.value, d.bits);
-    }
+  const std::uint64_t first_word = at / 32;
+  std::uint64_t base = first_word;                     // the word stage[0] stands for
+  std::uint32_t bit = static_cast<std::uint32_t>(at % 32);  // the next bit in the stage
+  w.each([&](int l) {
+    for (std::uint32_t k = static_cast<std::uint32_t>(l); k < kStageWords; k += simt::kWarpSize) stage[k] = 0;
+  });
+  w.sync();
+  for (std::uint32_t k = 0; k < count; k += simt::kWarpSize) {
+    const Lanes<TokenBits> tb = w.map([&](int l) -> TokenBits {
+      const std::uint32_t i = k + static_cast<std::uint32_t>(l);
+      return i < count ? token_bits(plan, tokens[i]) : TokenBits{0, 0};
+    });
+    const Lanes<std::uint32_t> nbits = w.map([&](int l) { return tb[l].count; });
+    const Lanes<std::uint32_t> from = w.exclusive_sum(nbits);
+    const std::uint32_t end = bit + w.sum(nbits);
+    w.each([&](int l) {
+      if (tb[l].count == 0) return;
+      const std::uint32_t p = bit + from[l];
+      const std::uint32_t s = p % 32;
+      std::uint32_t* q = stage + p / 32;
+      simt::atomic_or_block(q, static_cast<std::uint32_t>(tb[l].value << s));
+      const std::uint64_t high = s ? tb[l].value >> (32 - s) : tb[l].value >> 32;
+      if (s + tb[l].count > 32) simt::atomic_or_block(q + 1, static_cast<std::uint32_t>(high));
+      if (s + tb[l].count > 64) simt::atomic_or_block(q + 2, static_cast<std::uint32_t>(high >> 32));
+    });
+    w.sync();
+    const std::uint32_t full = end / 32;  // words completed
+    w.each([&](int l) {
+      for (std::uint32_t i = static_cast<std::uint32_t>(l); i < full; i += simt::kWarpSize) {
+        if (base + i == first_word) {
+          or_word(words + base + i, stage[i]);
+        } else {
+          words[base + i] = stage[i];
+        }
+      }
+    });
+    const std::uint32_t carry = stage[full];
+    w.sync();  // every lane has read the stage before it is cleared
+    w.each([&](int l) {
+      for (std::uint32_t i = static_cast<std::uint32_t>(l); i <= full; i += simt::kWarpSize) stage[i] = i == 0 ? carry : 0u;
+    });
+    w.sync();
+    base += full;
+    bit = end % 32;
   }
-  w.flush();
+  w.each([&](int l) {
+    if (l == 0 && bit > 0) or_word(words + base, stage[0]);
+  });
+  w.sync();
 }
 
 // --------------------------------------------------------- 5. finish ----

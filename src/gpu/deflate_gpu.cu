@@ -1,19 +1,22 @@
 // The batched deflate compression of gpu/deflate_gpu.hpp on CUDA: the passes
-// of gpu/deflate_enc_body.hpp as kernels on the caller's stream, in the
-// caller's temporary storage.
-//   find     a thread per segment (every segment of every item): match
-//            finding, the segment's tokens, their count and histograms
-//   plan     a thread per item: histograms summed, Huffman codes, the mode
-//   size     a thread per segment: its bits in the item's code
-//   scan     cub::DeviceScan over all segments' bits: each segment's place
-//   pack     a thread per segment: its codes into the item's zeroed words
-//   finish   a thread block per item: header, end of block, the closing
-//            empty stored block, capacity check, bytes out, size and status
+// of gpu/deflate_enc_body.hpp (the first two the LZ4 encoder's, from
+// gpu/lz4_gpu_encode.hpp) as kernels on the caller's stream, in the caller's
+// temporary storage.
+//   clear     one memset: the find kernel's counter and the items' words
+//   prime     a thread block per 8 segments of items of more than one:
+//             each segment's prime table (lz4k::prime_group)
+//   find      a warp per segment, taken from a counter by as many warps as
+//             the GPU holds: the segment's match records (lz4k::find_segment)
+//   tokenize  a warp per segment: its tokens, their count, its histogram
+//   plan      a thread block per item: Huffman codes, the mode, the header,
+//             each segment's bit offset
+//   pack      a warp per segment: its codes into the item's zeroed words
+//   finish    a thread block per item: header, end of block, the closing
+//             empty stored block, capacity check, bytes out, size and status
 #include <cuda_runtime.h>
 
 #include <algorithm>
 #include <cstdint>
-#include <cub/device/device_scan.cuh>
 
 #include "gpu/deflate_enc_body.hpp"
 #include "gpu/deflate_gpu.hpp"
@@ -25,54 +28,57 @@ namespace {
 
 namespace enc = deflate_enc;
 
-constexpr int kSegmentThreads = 64;
+constexpr int kTokenizeWarps = 4;  // warps per block of the tokenize kernel, a warp per segment
+constexpr int kPackWarps = 4;      // the same for the pack kernel
 constexpr int kItemThreads = 128;
 constexpr std::size_t kAlign = 256;
+constexpr std::size_t kMaxBlocks = 0x7fffffff;
+
+// Warps per block of the find kernel, each with its own hash table of
+// 2^HashLog entries: as the LZ4 encoder's find kernel has them (3 with
+// 2^12-entry tables, 27 warps a multiprocessor on the H100; 4 with 2^11).
+__host__ __device__ constexpr int find_warps(int hash_log) { return hash_log == lz4k::kLargeHashLog ? 3 : 4; }
 
 // Where each array lies in the caller's temporary storage.
 struct Layout {
   std::size_t spi;  // segments per item
   std::size_t words_per_item;
-  std::size_t tokens, counts, hists, heads, prevs, bits, offsets, plans, words, scan;
-  std::size_t scan_bytes;
+  std::size_t records, summaries, primes, tokens, counts, hists, seg_at, plans, zeroed;
+  std::size_t zeroed_bytes;  // the counter, then the words
   std::size_t total;
 };
+constexpr std::size_t kCounterBytes = kAlign;  // the find kernel's counter, before the words
 
-Status layout_for(std::size_t n, std::size_t max_item_size, const enc::MatchParams& p, Layout* l) {
+Status layout_for(std::size_t n, std::size_t max_item_size, Layout* l) {
   if (max_item_size > kMaxDeflateItem) return {StatusCode::invalid_argument, "max_item_size over kMaxDeflateItem"};
-  if (!enc::params_valid(p)) return {StatusCode::invalid_argument, "match finder parameters out of range"};
-  l->spi = enc::segment_count(max_item_size, p);
+  l->spi = enc::segment_count(max_item_size);
   l->words_per_item = enc::item_words(max_item_size);
+  const std::size_t prime_entries = l->spi > 1 ? lz4k::kPrimeEntries : 0;
   // Per item: far below 2^40 bytes for items of at most 16 MiB.
-  const std::size_t per_item = l->spi * (p.segment_size * 4 + 4 + enc::kHistSize * 4 + (std::size_t{2} << p.hash_log) +
-                                         2 * (p.prime_bytes + p.segment_size) + 16) +
-                               sizeof(enc::Plan) + l->words_per_item * 4 + 8 * kAlign;
+  const std::size_t per_item =
+      l->spi * (enc::kMaxSegmentRecords * sizeof(lz4k::SeqRecord) + sizeof(lz4k::SegmentSummary) +
+                prime_entries * sizeof(std::uint16_t) + enc::kSegmentSize * 4 + 4 + enc::kHistSize * 4 + 8) +
+      sizeof(enc::Plan) + l->words_per_item * 4 + 16 * kAlign;
   if (n > (std::size_t{1} << 62) / per_item) return {StatusCode::invalid_argument, "batch too large"};
   const std::size_t g = n * l->spi;
-  if (g > 0x7fffffffu) return {StatusCode::invalid_argument, "batch too large"};
-  l->scan_bytes = 0;
-  TANDEM_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(nullptr, l->scan_bytes, static_cast<const std::uint64_t*>(nullptr),
-                                                  static_cast<std::uint64_t*>(nullptr), static_cast<int>(g)),
-                    "cub::DeviceScan::ExclusiveSum (temporary size)");
+  if (g > 0x7fffffffu || n > 0x7fffffffu) return {StatusCode::invalid_argument, "batch too large"};
   TempCarver carve(kAlign);
-  const auto take = [&](std::size_t bytes) { return carve.take(bytes); };
-  l->tokens = take(g * p.segment_size * sizeof(std::uint32_t));
-  l->counts = take(g * sizeof(std::uint32_t));
-  l->hists = take(g * enc::kHistSize * sizeof(std::uint32_t));
-  l->heads = take(g * (std::size_t{1} << p.hash_log) * sizeof(std::uint16_t));
-  l->prevs = take(g * (p.prime_bytes + p.segment_size) * sizeof(std::uint16_t));
-  l->bits = take(g * sizeof(std::uint64_t));
-  l->offsets = take(g * sizeof(std::uint64_t));
-  l->plans = take(n * sizeof(enc::Plan));
-  l->words = take(n * l->words_per_item * sizeof(std::uint32_t));
-  l->scan = take(l->scan_bytes);
+  l->records = carve.take(g * enc::kMaxSegmentRecords * sizeof(lz4k::SeqRecord));
+  l->summaries = carve.take(g * sizeof(lz4k::SegmentSummary));
+  l->primes = carve.take(g * prime_entries * sizeof(std::uint16_t));
+  l->tokens = carve.take(g * enc::kSegmentSize * sizeof(std::uint32_t));
+  l->counts = carve.take(g * sizeof(std::uint32_t));
+  l->hists = carve.take(g * enc::kHistSize * sizeof(std::uint32_t));
+  l->seg_at = carve.take(g * sizeof(std::uint64_t));
+  l->plans = carve.take(n * sizeof(enc::Plan));
+  l->zeroed_bytes = kCounterBytes + n * l->words_per_item * sizeof(std::uint32_t);
+  l->zeroed = carve.take(l->zeroed_bytes);
   l->total = carve.size();
   return {};
 }
 
 // What every kernel of one call sees.
 struct Args {
-  enc::MatchParams params;
   const void* const* in_ptrs;
   const std::size_t* in_sizes;
   std::size_t max_item_size;
@@ -83,18 +89,20 @@ struct Args {
   const std::size_t* out_capacities;
   std::size_t* out_sizes;
   ItemStatus* statuses;
+  lz4k::SeqRecord* records;
+  lz4k::SegmentSummary* summaries;
+  std::uint16_t* primes;
   std::uint32_t* tokens;
   std::uint32_t* counts;
   std::uint32_t* hists;
-  std::uint16_t* heads;
-  std::uint16_t* prevs;
-  std::uint64_t* bits;
-  std::uint64_t* offsets;
+  std::uint64_t* seg_at;
   enc::Plan* plans;
-  std::uint32_t* words;
+  unsigned long long* next;  // the find kernel's counter (zeroed)
+  std::uint32_t* words;      // zeroed
 };
 
-// The item's bytes and size; size 0 and false for an item the call refuses.
+// The item's bytes and size; size 0 and false for an item the call refuses
+// (every kernel decides alike, so a refused item has no segments).
 __device__ bool item_input(const Args& a, std::size_t i, const std::uint8_t** in, std::uint32_t* n) {
   const std::size_t size = a.in_sizes[i];
   const auto* p = static_cast<const std::uint8_t*>(a.in_ptrs[i]);
@@ -108,53 +116,95 @@ __device__ bool item_input(const Args& a, std::size_t i, const std::uint8_t** in
   return true;
 }
 
-__global__ void deflate_find_kernel(Args a) {
-  const std::size_t g = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (g >= a.num_items * a.spi) return;
-  const enc::MatchParams& p = a.params;
-  const std::size_t i = g / a.spi;
-  const std::uint32_t s = static_cast<std::uint32_t>(g % a.spi);
+// Pass 0: a thread block per group of lz4k::kPrimeGroup segments of the
+// items of more than one segment.
+__global__ void __launch_bounds__(lz4k::kPrimeWarps * 32) deflate_prime_kernel(Args a) {
+  __shared__ std::uint32_t running[lz4k::kPrimeEntries];
+  const std::size_t groups = lz4k::prime_group_count(a.spi);
+  const std::size_t item = blockIdx.x / groups;
+  const std::uint32_t group = static_cast<std::uint32_t>(blockIdx.x % groups);
+  if (item >= a.num_items) return;
   const std::uint8_t* in;
   std::uint32_t n;
-  item_input(a, i, &in, &n);
-  const std::uint32_t begin = s * p.segment_size;
-  const std::uint32_t end = begin < n ? min(n, begin + p.segment_size) : begin;
-  a.counts[g] = enc::find_segment(in, n, begin, end, p, a.heads + g * (std::size_t{1} << p.hash_log),
-                                  a.prevs + g * (p.prime_bytes + p.segment_size), a.tokens + g * p.segment_size,
-                                  a.hists + g * enc::kHistSize);
+  item_input(a, item, &in, &n);
+  // (The whole block: every thread sees the same item.)
+  const std::size_t segments = lz4k::segment_count(n);
+  if (segments <= 1 || group >= lz4k::prime_group_count(segments)) return;
+  lz4k::prime_group(simt::Block<lz4k::kPrimeWarps>{}, in, n, group, running,
+                    a.primes + item * a.spi * lz4k::kPrimeEntries);
 }
 
-__global__ void deflate_plan_kernel(Args a) {
-  const std::size_t i = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (i >= a.num_items) return;
-  const std::uint8_t* in;
-  std::uint32_t n;
-  item_input(a, i, &in, &n);
-  std::uint32_t hist[enc::kHistSize];
-  for (int k = 0; k < enc::kHistSize; ++k) hist[k] = 0;
-  for (std::uint32_t s = 0; s < a.spi; ++s) {
-    const std::uint32_t* h = a.hists + (i * a.spi + s) * enc::kHistSize;
-    for (int k = 0; k < enc::kHistSize; ++k) hist[k] += h[k];
+// Pass 1: as the LZ4 encoder's find kernel, each warp takes the next segment
+// from the counter until none is left (the launch holds only as many warps
+// as the GPU keeps resident). HashLog: the largest table the batch needs.
+template <int HashLog>
+__global__ void __launch_bounds__(find_warps(HashLog) * 32) deflate_find_kernel(Args a) {
+  extern __shared__ uint4 shared[];
+  const int warp = static_cast<int>(threadIdx.x) / 32;
+  const std::size_t segments = a.num_items * a.spi;
+  auto* table = reinterpret_cast<std::uint16_t*>(reinterpret_cast<std::uint8_t*>(shared) +
+                                                 static_cast<std::size_t>(warp) * lz4k::table_bytes(HashLog));
+  for (;;) {
+    unsigned long long taken = 0;
+    if ((threadIdx.x & 31) == 0) taken = atomicAdd(a.next, 1ull);
+    const std::size_t index = __shfl_sync(0xffffffffu, taken, 0);
+    if (index >= segments) return;
+    const std::size_t item = index / a.spi;
+    const std::uint32_t seg = static_cast<std::uint32_t>(index % a.spi);
+    const std::uint8_t* in;
+    std::uint32_t n;
+    item_input(a, item, &in, &n);
+    if (seg >= lz4k::segment_count(n)) continue;
+    lz4k::find_segment(simt::Warp{}, in, n, seg, a.primes + item * a.spi * lz4k::kPrimeEntries, table,
+                       a.records + index * enc::kMaxSegmentRecords, a.summaries + index);
   }
-  enc::plan_item(n, hist, &a.plans[i]);
 }
 
-__global__ void deflate_size_kernel(Args a) {
-  const std::size_t g = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+// Pass 2: a warp per segment.
+__global__ void __launch_bounds__(kTokenizeWarps * 32) deflate_tokenize_kernel(Args a) {
+  __shared__ std::uint32_t hists[kTokenizeWarps][enc::kHistSize];
+  const int warp = static_cast<int>(threadIdx.x) / 32;
+  const std::size_t g = static_cast<std::size_t>(blockIdx.x) * kTokenizeWarps + static_cast<std::size_t>(warp);
   if (g >= a.num_items * a.spi) return;
-  a.bits[g] = enc::segment_bits(a.plans[g / a.spi], a.tokens + g * a.params.segment_size, a.counts[g]);
+  const std::size_t item = g / a.spi;
+  const std::uint32_t seg = static_cast<std::uint32_t>(g % a.spi);
+  const std::uint8_t* in;
+  std::uint32_t n;
+  item_input(a, item, &in, &n);
+  if (seg >= lz4k::segment_count(n)) return;
+  enc::tokenize_segment(simt::Warp{}, in, n, seg, a.records + g * enc::kMaxSegmentRecords, a.summaries[g], hists[warp],
+                        a.tokens + g * enc::kSegmentSize, a.counts + g, a.hists + g * enc::kHistSize);
 }
 
-__global__ void deflate_pack_kernel(Args a) {
-  const std::size_t g = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+// Pass 3: a thread block per item.
+__global__ void __launch_bounds__(enc::kPlanWarps * 32) deflate_plan_kernel(Args a) {
+  __shared__ enc::PlanShared shared;
+  const std::size_t i = blockIdx.x;
+  const std::uint8_t* in;
+  std::uint32_t n;
+  item_input(a, i, &in, &n);
+  enc::plan_item_block(simt::Block<enc::kPlanWarps>{}, shared, n, a.hists + i * a.spi * enc::kHistSize,
+                       static_cast<std::uint32_t>(lz4k::segment_count(n)), &a.plans[i], a.seg_at + i * a.spi);
+}
+
+// Pass 4: a warp per segment.
+__global__ void __launch_bounds__(kPackWarps * 32) deflate_pack_kernel(Args a) {
+  __shared__ std::uint32_t stages[kPackWarps][enc::kStageWords];
+  const int warp = static_cast<int>(threadIdx.x) / 32;
+  const std::size_t g = static_cast<std::size_t>(blockIdx.x) * kPackWarps + static_cast<std::size_t>(warp);
   if (g >= a.num_items * a.spi) return;
-  const std::size_t i = g / a.spi;
-  const enc::Plan& plan = a.plans[i];
-  const std::uint64_t at = plan.header_bits + a.offsets[g] - a.offsets[i * a.spi];
-  enc::pack_segment(plan, a.tokens + g * a.params.segment_size, a.counts[g], a.words + i * a.words_per_item, at);
+  const std::size_t item = g / a.spi;
+  const std::uint32_t seg = static_cast<std::uint32_t>(g % a.spi);
+  const std::uint8_t* in;
+  std::uint32_t n;
+  item_input(a, item, &in, &n);
+  if (seg >= lz4k::segment_count(n)) return;
+  enc::pack_segment(simt::Warp{}, a.plans[item], a.tokens + g * enc::kSegmentSize, a.counts[g],
+                    a.words + item * a.words_per_item, a.seg_at[g], stages[warp]);
 }
 
-__global__ void deflate_finish_kernel(Args a) {
+// Pass 5: a thread block per item.
+__global__ void __launch_bounds__(kItemThreads) deflate_finish_kernel(Args a) {
   const std::size_t i = blockIdx.x;
   __shared__ int status;
   __shared__ std::uint64_t out_bytes;
@@ -184,17 +234,28 @@ __global__ void deflate_finish_kernel(Args a) {
   for (std::uint64_t k = threadIdx.x; k < total; k += blockDim.x) out[k] = enc::output_byte(plan, in, n, words, k);
 }
 
-unsigned blocks_for(std::size_t threads, int per_block) {
-  return static_cast<unsigned>((threads + per_block - 1) / per_block);
+unsigned blocks_for(std::size_t units, int per_block) {
+  return static_cast<unsigned>((units + per_block - 1) / per_block);
+}
+
+template <int HashLog>
+Status launch_find(const Args& a, std::size_t segments, cudaStream_t s) {
+  constexpr int kWarps = find_warps(HashLog);
+  constexpr std::size_t kSharedBytes = kWarps * lz4k::table_bytes(HashLog);
+  static_assert(kSharedBytes <= 48 * 1024, "within the default dynamic shared memory");
+  std::size_t blocks = (segments + kWarps - 1) / kWarps;
+  const std::size_t fit = resident_blocks<deflate_find_kernel<HashLog>, kWarps * 32, kSharedBytes>();
+  if (fit > 0 && blocks > fit) blocks = fit;
+  deflate_find_kernel<HashLog><<<static_cast<unsigned>(blocks), kWarps * 32, kSharedBytes, s>>>(a);
+  return launch_status();
 }
 
 }  // namespace
 
-Status deflate_compress_temp_size(std::size_t num_items, std::size_t max_item_size, std::size_t* temp_bytes,
-                                  const enc::MatchParams& params) {
+Status deflate_compress_temp_size(std::size_t num_items, std::size_t max_item_size, std::size_t* temp_bytes) {
   if (!temp_bytes) return {StatusCode::invalid_argument, "null temp_bytes"};
   Layout l;
-  if (Status s = layout_for(num_items, max_item_size, params, &l); !s) return s;
+  if (Status s = layout_for(num_items, max_item_size, &l); !s) return s;
   *temp_bytes = l.total;
   return {};
 }
@@ -202,16 +263,17 @@ Status deflate_compress_temp_size(std::size_t num_items, std::size_t max_item_si
 Status deflate_compress_async(const void* const* d_in_ptrs, const std::size_t* d_in_sizes, std::size_t max_item_size,
                               std::size_t num_items, void* d_temp, std::size_t temp_bytes, void* const* d_out_ptrs,
                               const std::size_t* d_out_capacities, std::size_t* d_out_sizes, ItemStatus* d_statuses,
-                              Stream stream, const enc::MatchParams& params) {
+                              Stream stream) {
   if (num_items == 0) return {};
   if (!d_in_ptrs || !d_in_sizes || !d_out_ptrs || !d_out_sizes)
     return {StatusCode::invalid_argument, "null device array"};
   Layout l;
-  if (Status s = layout_for(num_items, max_item_size, params, &l); !s) return s;
+  if (Status s = layout_for(num_items, max_item_size, &l); !s) return s;
   if (!d_temp || temp_bytes < l.total) return {StatusCode::invalid_argument, "temporary storage too small"};
+  const std::size_t g = num_items * l.spi;
+  if (num_items * lz4k::prime_group_count(l.spi) >= kMaxBlocks) return {StatusCode::invalid_argument, "batch too large"};
   auto* t = static_cast<std::uint8_t*>(d_temp);
   Args a;
-  a.params = params;
   a.in_ptrs = d_in_ptrs;
   a.in_sizes = d_in_sizes;
   a.max_item_size = max_item_size;
@@ -222,26 +284,32 @@ Status deflate_compress_async(const void* const* d_in_ptrs, const std::size_t* d
   a.out_capacities = d_out_capacities;
   a.out_sizes = d_out_sizes;
   a.statuses = d_statuses;
+  a.records = reinterpret_cast<lz4k::SeqRecord*>(t + l.records);
+  a.summaries = reinterpret_cast<lz4k::SegmentSummary*>(t + l.summaries);
+  a.primes = reinterpret_cast<std::uint16_t*>(t + l.primes);
   a.tokens = reinterpret_cast<std::uint32_t*>(t + l.tokens);
   a.counts = reinterpret_cast<std::uint32_t*>(t + l.counts);
   a.hists = reinterpret_cast<std::uint32_t*>(t + l.hists);
-  a.heads = reinterpret_cast<std::uint16_t*>(t + l.heads);
-  a.prevs = reinterpret_cast<std::uint16_t*>(t + l.prevs);
-  a.bits = reinterpret_cast<std::uint64_t*>(t + l.bits);
-  a.offsets = reinterpret_cast<std::uint64_t*>(t + l.offsets);
+  a.seg_at = reinterpret_cast<std::uint64_t*>(t + l.seg_at);
   a.plans = reinterpret_cast<enc::Plan*>(t + l.plans);
-  a.words = reinterpret_cast<std::uint32_t*>(t + l.words);
+  a.next = reinterpret_cast<unsigned long long*>(t + l.zeroed);
+  a.words = reinterpret_cast<std::uint32_t*>(t + l.zeroed + kCounterBytes);
   const auto s = static_cast<cudaStream_t>(stream);
-  const std::size_t g = num_items * l.spi;
 
-  deflate_find_kernel<<<blocks_for(g, kSegmentThreads), kSegmentThreads, 0, s>>>(a);
-  deflate_plan_kernel<<<blocks_for(num_items, kSegmentThreads), kSegmentThreads, 0, s>>>(a);
-  deflate_size_kernel<<<blocks_for(g, kSegmentThreads), kSegmentThreads, 0, s>>>(a);
-  TANDEM_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(t + l.scan, l.scan_bytes, a.bits, a.offsets, static_cast<int>(g), s),
-                    "cub::DeviceScan::ExclusiveSum");
-  TANDEM_CUDA_CHECK(cudaMemsetAsync(a.words, 0, num_items * l.words_per_item * sizeof(std::uint32_t), s),
-                    "cudaMemsetAsync");
-  deflate_pack_kernel<<<blocks_for(g, kSegmentThreads), kSegmentThreads, 0, s>>>(a);
+  TANDEM_CUDA_CHECK(cudaMemsetAsync(t + l.zeroed, 0, l.zeroed_bytes, s), "cudaMemsetAsync");
+  if (g > 0) {
+    if (l.spi > 1) {
+      deflate_prime_kernel<<<static_cast<unsigned>(num_items * lz4k::prime_group_count(l.spi)),
+                             lz4k::kPrimeWarps * 32, 0, s>>>(a);
+    }
+    const Status found = lz4k::hash_log_for(max_item_size) == lz4k::kSmallHashLog
+                             ? launch_find<lz4k::kSmallHashLog>(a, g, s)
+                             : launch_find<lz4k::kLargeHashLog>(a, g, s);
+    if (!found) return found;
+    deflate_tokenize_kernel<<<blocks_for(g, kTokenizeWarps), kTokenizeWarps * 32, 0, s>>>(a);
+  }
+  deflate_plan_kernel<<<static_cast<unsigned>(num_items), enc::kPlanWarps * 32, 0, s>>>(a);
+  if (g > 0) deflate_pack_kernel<<<blocks_for(g, kPackWarps), kPackWarps * 32, 0, s>>>(a);
   deflate_finish_kernel<<<static_cast<unsigned>(num_items), kItemThreads, 0, s>>>(a);
   return launch_status();
 }

@@ -42,16 +42,12 @@ inline std::size_t deflate_max_compressed_size(std::size_t input_size) {
 }
 
 // Temporary device storage that deflate_compress_async needs for `num_items`
-// items of at most `max_item_size` bytes: with the default shape about 19
-// bytes per byte of num_items * max_item_size (each segment's tokens and
-// match-finder chains, the packed bits; 1.2 MiB for a 64 KiB item), so give
-// the real largest item. invalid_argument when max_item_size is over
+// items of at most `max_item_size` bytes: about 9 bytes per byte of
+// num_items * max_item_size (each segment's match records, prime table,
+// tokens and histograms, the packed bits; about 580 KiB for a 64 KiB item),
+// so give the real largest item. invalid_argument when max_item_size is over
 // kMaxDeflateItem or the size does not fit a size_t.
-// `params` shapes the match finder (deflate_enc::kParams unless measuring
-// another shape; the same params give the same bytes as the emulation with
-// them); invalid_argument when they are out of range (params_valid).
-Status deflate_compress_temp_size(std::size_t num_items, std::size_t max_item_size, std::size_t* temp_bytes,
-                                  const deflate_enc::MatchParams& params = deflate_enc::kParams);
+Status deflate_compress_temp_size(std::size_t num_items, std::size_t max_item_size, std::size_t* temp_bytes);
 
 // Compresses item i, d_in_ptrs[i] of d_in_sizes[i] bytes, into one chunk of
 // raw deflate data at d_out_ptrs[i] for every i < num_items.
@@ -64,18 +60,14 @@ Status deflate_compress_temp_size(std::size_t num_items, std::size_t max_item_si
 //   d_statuses               device array [num_items], or null: ok, invalid_item (null
 //                            pointer, item too large) or output_overflow (the chunk
 //                            does not fit its capacity; nothing is written)
-//   params                   host: the match finder's shape, as given to deflate_compress_temp_size
 Status deflate_compress_async(const void* const* d_in_ptrs, const std::size_t* d_in_sizes, std::size_t max_item_size,
                               std::size_t num_items, void* d_temp, std::size_t temp_bytes, void* const* d_out_ptrs,
                               const std::size_t* d_out_capacities, std::size_t* d_out_sizes, ItemStatus* d_statuses,
-                              Stream stream, const deflate_enc::MatchParams& params = deflate_enc::kParams);
+                              Stream stream);
 
 // The same encoder on the CPU, one item: replaces *out with the chunk's
-// deflate data (the bytes the GPU writes for it). `params` other than the
-// default shape the match finder for measurements (the GPU uses the
-// default). invalid_argument when n > kMaxDeflateItem or params are out of
-// range (deflate_enc::params_valid).
-Status deflate_compress_emulated(const std::uint8_t* in, std::size_t n, std::vector<std::uint8_t>* out,
-                                 const deflate_enc::MatchParams& params = deflate_enc::kParams);
+// deflate data (the bytes the GPU writes for it). invalid_argument when
+// n > kMaxDeflateItem or a buffer is null.
+Status deflate_compress_emulated(const std::uint8_t* in, std::size_t n, std::vector<std::uint8_t>* out);
 
 }  // namespace tandem::gpu

@@ -7,13 +7,12 @@ namespace {
 constexpr Status kNoCuda{StatusCode::no_device, "this build of tandem has no CUDA backend"};
 }
 
-Status deflate_compress_temp_size(std::size_t, std::size_t, std::size_t*, const deflate_enc::MatchParams&) {
+Status deflate_compress_temp_size(std::size_t, std::size_t, std::size_t*) {
   return kNoCuda;
 }
 
 Status deflate_compress_async(const void* const*, const std::size_t*, std::size_t, std::size_t, void*, std::size_t,
-                              void* const*, const std::size_t*, std::size_t*, ItemStatus*, Stream,
-                              const deflate_enc::MatchParams&) {
+                              void* const*, const std::size_t*, std::size_t*, ItemStatus*, Stream) {
   return kNoCuda;
 }
 

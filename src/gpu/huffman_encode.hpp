@@ -1,6 +1,7 @@
 // Length-limited canonical Huffman codes for deflate's encoder (RFC 1951,
 // 3.2.2), written once for the host and the device: one thread builds one
-// code, in fixed arrays, with no allocation.
+// code, in fixed arrays, with no allocation; the sort of the symbols that
+// comes first may be spread over a thread block (symbol_rank).
 //
 // build_code_lengths makes a Huffman tree from the symbols' frequencies (the
 // two-queue method over the used symbols sorted by frequency, ties broken by
@@ -28,36 +29,36 @@ inline constexpr int kMaxSymbols = 288;
 inline constexpr int kMaxCodeLength = 15;    // literal/length and distance codes
 inline constexpr int kMaxCodeLengthCL = 7;   // the code-length code
 
+// Where symbol s (freq[s] != 0) comes among the used symbols of freq[0, n)
+// sorted by (frequency, symbol), ascending. Each symbol's rank depends on
+// the frequencies alone, so the threads of a block can place one symbol
+// each (sym[symbol_rank(freq, n, s)] = s).
+TANDEM_HD int symbol_rank(const std::uint32_t* freq, int n, int s) {
+  int rank = 0;
+  const std::uint32_t f = freq[s];
+  for (int t = 0; t < n; ++t) rank += freq[t] != 0 && (freq[t] < f || (freq[t] == f && t < s)) ? 1 : 0;
+  return rank;
+}
+
 // Code lengths for the n <= kMaxSymbols symbols with frequencies freq[0, n),
 // each in [0, max_len] (max_len <= 15, 2^max_len >= n); len[s] = 0 for
 // unused symbols. At least two symbols get a length (unused ones join when
 // fewer than two are used), and sum over s of 2^-len[s] is exactly 1.
-TANDEM_HD void build_code_lengths(const std::uint32_t* freq, int n, int max_len, std::uint8_t* len) {
-  std::uint16_t sym[kMaxSymbols];
-  int m = 0;
-  for (int s = 0; s < n; ++s) {
-    len[s] = 0;
-    if (freq[s] != 0) sym[m++] = static_cast<std::uint16_t>(s);
-  }
+// sorted: the m used symbols (freq[s] != 0) by (frequency, symbol),
+// ascending, as symbol_rank places them.
+TANDEM_HD void build_code_lengths_sorted(const std::uint32_t* freq, int n, int max_len, const std::uint16_t* sorted,
+                                         int m, std::uint8_t* len) {
+  for (int s = 0; s < n; ++s) len[s] = 0;
   if (m < 2) {
     // One or no symbol in use: two codes of one bit, the used one and the
     // lowest other.
-    const int a = m == 1 ? sym[0] : 0;
+    const int a = m == 1 ? sorted[0] : 0;
     const int b = a == 0 ? 1 : 0;
     len[a] = 1;
     len[b] = 1;
     return;
   }
-  // Sort by (frequency, symbol), ascending: insertion sort (m <= 288).
-  for (int i = 1; i < m; ++i) {
-    const std::uint16_t s = sym[i];
-    int j = i;
-    while (j > 0 && (freq[sym[j - 1]] > freq[s] || (freq[sym[j - 1]] == freq[s] && sym[j - 1] > s))) {
-      sym[j] = sym[j - 1];
-      --j;
-    }
-    sym[j] = s;
-  }
+  const std::uint16_t* const sym = sorted;
   // Two queues: leaves 0..m-1 in sorted order, internal nodes m..2m-2 in the
   // order they are made (their weights never decrease). A tie prefers the leaf.
   std::uint32_t weight[2 * kMaxSymbols];
@@ -115,6 +116,25 @@ TANDEM_HD void build_code_lengths(const std::uint32_t* freq, int n, int max_len,
   for (int l = max_len; l >= 1; --l) {
     for (int c = 0; c < count[l]; ++c) len[sym[i++]] = static_cast<std::uint8_t>(l);
   }
+}
+
+// The same, the used symbols sorted here (insertion sort; m <= 288).
+TANDEM_HD void build_code_lengths(const std::uint32_t* freq, int n, int max_len, std::uint8_t* len) {
+  std::uint16_t sym[kMaxSymbols];
+  int m = 0;
+  for (int s = 0; s < n; ++s) {
+    if (freq[s] != 0) sym[m++] = static_cast<std::uint16_t>(s);
+  }
+  for (int i = 1; i < m; ++i) {
+    const std::uint16_t s = sym[i];
+    int j = i;
+    while (j > 0 && (freq[sym[j - 1]] > freq[s] || (freq[sym[j - 1]] == freq[s] && sym[j - 1] > s))) {
+      sym[j] = sym[j - 1];
+      --j;
+    }
+    sym[j] = s;
+  }
+  build_code_lengths_sorted(freq, n, max_len, sym, m, len);
 }
 
 // Reverses the low n bits of v.

@@ -4,8 +4,9 @@
 // bytes, on a block boundary) and joined with others into one stream that
 // 03 00 ends; on random, constant, text-like, mixed and record data at the
 // edge sizes of the segments and stored blocks, and on Silesia files in
-// 64 KiB chunks. The pieces: length and distance symbols against RFC 1951's
-// tables, the Huffman builder's length limits and exact Kraft sums on
+// 64 KiB chunks. The pieces: the tokenize pass on hand-made records, long
+// matches cut into pieces of 3 to 258 bytes, length and distance symbols
+// against RFC 1951's tables, the Huffman builder's length limits and exact Kraft sums on
 // skewed, flat, tiny and random histograms, the stored fallback's bound, the
 // chunk's closing empty stored block, and determinism.
 #include <zlib.h>
@@ -106,7 +107,7 @@ TEST(DeflateEncBody, TinyInputs) {
 }
 
 TEST(DeflateEncBody, SegmentAndBlockEdges) {
-  const std::size_t seg = enc::kParams.segment_size;
+  const std::size_t seg = enc::kSegmentSize;
   for (std::size_t n : {seg - 1, seg, seg + 1, 2 * seg + 3, std::size_t{65535}, std::size_t{65536}}) {
     SCOPED_TRACE(n);
     expect_stream_round_trip(test::text_like_bytes(n, 1), n);
@@ -156,24 +157,83 @@ TEST(DeflateEncBody, SilesiaIn64KiBChunks) {
   }
 }
 
-TEST(DeflateEncBody, RejectsBadParameters) {
+TEST(DeflateEncBody, RejectsNullAndOversizedItems) {
   Bytes out;
-  enc::MatchParams p = enc::kParams;
-  p.segment_size = 3000;
-  EXPECT_PRED_FORMAT2(test::StatusIs, gpu::deflate_compress_emulated(nullptr, 0, &out, p), StatusCode::invalid_argument);
-  p = enc::kParams;
-  p.prime_bytes = 65536 - p.segment_size;
-  EXPECT_PRED_FORMAT2(test::StatusIs, gpu::deflate_compress_emulated(nullptr, 0, &out, p), StatusCode::invalid_argument);
   EXPECT_PRED_FORMAT2(test::StatusIs, gpu::deflate_compress_emulated(nullptr, 0, nullptr), StatusCode::invalid_argument);
+  EXPECT_PRED_FORMAT2(test::StatusIs, gpu::deflate_compress_emulated(nullptr, 10, &out), StatusCode::invalid_argument);
+  const std::uint8_t byte = 0;
+  EXPECT_PRED_FORMAT2(test::StatusIs, gpu::deflate_compress_emulated(&byte, gpu::kMaxDeflateItem + 1, &out),
+                      StatusCode::invalid_argument);
 }
 
-TEST(DeflateEncBody, OtherMatchFinderShapesRoundTrip) {
-  const Bytes data = test::mixed_bytes(200000, 13);
-  for (const enc::MatchParams p : {enc::MatchParams{4096, 8192, 12, 8, 32, false}, enc::MatchParams{16384, 32768, 15, 64, 258, true}}) {
-    Bytes c;
-    ASSERT_TRUE(gpu::deflate_compress_emulated(data.data(), data.size(), &c, p).ok());
-    expect_chunk_inflates(data.data(), data.size(), c);
+// Every match length the finder can give (4 up to a segment) cut into
+// deflate's pieces: each of 3 to 258 bytes, together the match.
+TEST(DeflateEncBody, LongMatchesSplitIntoPiecesOfThreeTo258Bytes) {
+  for (std::uint32_t ml = 4; ml <= enc::kSegmentSize; ++ml) {
+    const std::uint32_t pieces = enc::match_pieces(ml);
+    std::uint32_t sum = 0;
+    for (std::uint32_t k = 0; k < pieces; ++k) {
+      const std::uint32_t len = enc::piece_length(ml, k);
+      ASSERT_GE(len, enc::kMinMatch) << ml << " piece " << k;
+      ASSERT_LE(len, enc::kMaxMatch) << ml << " piece " << k;
+      sum += len;
+    }
+    ASSERT_EQ(sum, ml);
   }
+}
+
+// Runs of one byte of lengths around the 258-byte pieces and the segment
+// size (matches cut into pieces, whole segments of matches), between random
+// stretches, in chunks that cut them anywhere.
+TEST(DeflateEncBody, RunsAroundThePieceLengthsRoundTrip) {
+  Bytes data;
+  std::uint64_t seed = 17;
+  for (std::uint32_t run : {4u, 258u, 259u, 260u, 261u, 516u, 517u, 518u, 1000u, 8191u, 8192u, 8193u, 20000u}) {
+    const Bytes noise = test::random_bytes(37, seed++);
+    data.insert(data.end(), noise.begin(), noise.end());
+    data.insert(data.end(), run + 1, static_cast<std::uint8_t>(run));
+  }
+  for (std::size_t chunk : {data.size(), std::size_t{65536}, std::size_t{8192}, std::size_t{8193}}) {
+    SCOPED_TRACE(chunk);
+    expect_stream_round_trip(data, chunk);
+  }
+}
+
+// The tokenize pass alone on hand-made records: literals, a match split in
+// pieces, the segment's trailing literals, and the histogram that counts
+// them.
+TEST(DeflateEncBody, TokenizeCoversTheSegmentInOrder) {
+  const Bytes data = test::text_like_bytes(enc::kSegmentSize * 2, 31);
+  const std::uint32_t n = static_cast<std::uint32_t>(data.size());
+  // Segment 1: 5 literals, a match of 600 at offset 1000, 0 literals, a
+  // match of 4 at offset 32767 (offsets need not be real matches here).
+  const gpu::lz4k::SeqRecord recs[2] = {{5u | (600u << 16), 1000u}, {0u | (4u << 16), 32767u}};
+  const gpu::lz4k::SegmentSummary sum{2, enc::kSegmentSize + 609, 0};
+  std::vector<std::uint32_t> tokens(enc::kSegmentSize), hist(enc::kHistSize), seg_hist(enc::kHistSize);
+  std::uint32_t count = 0;
+  enc::tokenize_segment(gpu::simt::Warp{}, data.data(), n, 1, recs, sum, hist.data(), tokens.data(), &count, seg_hist.data());
+  const std::uint32_t trailing = enc::kSegmentSize - 609;
+  ASSERT_EQ(count, 5 + 3 + 1 + trailing);
+  std::vector<std::uint32_t> want(enc::kHistSize, 0);
+  for (std::uint32_t i = 0; i < 5; ++i) {
+    EXPECT_EQ(tokens[i], data[enc::kSegmentSize + i]);
+    ++want[data[enc::kSegmentSize + i]];
+  }
+  const std::uint32_t lens[4] = {258, 258, 84, 4};
+  const std::uint32_t dists[4] = {1000, 1000, 1000, 32767};
+  for (std::uint32_t k = 0; k < 4; ++k) {
+    const std::uint32_t t = tokens[5 + k];
+    ASSERT_TRUE(enc::is_match(t));
+    EXPECT_EQ(enc::token_length(t), lens[k]);
+    EXPECT_EQ(enc::token_distance(t), dists[k]);
+    ++want[enc::length_symbol(lens[k]).symbol];
+    ++want[enc::kLitLenSymbols + enc::distance_symbol(dists[k]).symbol];
+  }
+  for (std::uint32_t i = 0; i < trailing; ++i) {
+    ASSERT_EQ(tokens[9 + i], data[enc::kSegmentSize + 609 + i]) << i;
+    ++want[data[enc::kSegmentSize + 609 + i]];
+  }
+  EXPECT_EQ(seg_hist, want);
 }
 
 // RFC 1951 3.2.5's tables, entry by entry.
@@ -250,6 +310,32 @@ TEST(HuffmanEncode, SkewedAndRandomHistograms) {
       f = kind == 0 ? 0 : kind == 1 ? 1 : kind == 2 ? static_cast<std::uint32_t>(rng() % 100) : static_cast<std::uint32_t>(1u << (rng() % 24));
     }
     expect_valid_lengths(freq, n == 19 ? 7 : 15);
+  }
+}
+
+// The plan block sorts the symbols by their ranks, a thread each: the same
+// order, and so the same lengths, as the insertion sort.
+TEST(HuffmanEncode, RanksSortLikeTheInsertionSort) {
+  std::mt19937_64 rng(5);
+  for (int round = 0; round < 200; ++round) {
+    const int n = round % 2 == 0 ? 30 : 286;
+    std::vector<std::uint32_t> freq(static_cast<std::size_t>(n));
+    for (auto& f : freq) f = rng() % 3 == 0 ? 0 : static_cast<std::uint32_t>(rng() % 8);  // many ties
+    std::vector<std::uint16_t> sorted(static_cast<std::size_t>(n), 0xffff);
+    int m = 0;
+    for (int s = 0; s < n; ++s) {
+      if (freq[s] == 0) continue;
+      ++m;
+      sorted[static_cast<std::size_t>(enc::symbol_rank(freq.data(), n, s))] = static_cast<std::uint16_t>(s);
+    }
+    for (int i = 0; i + 1 < m; ++i) {
+      const auto a = sorted[i], b = sorted[i + 1];
+      ASSERT_TRUE(freq[a] < freq[b] || (freq[a] == freq[b] && a < b)) << i;
+    }
+    std::vector<std::uint8_t> by_rank(n), by_insertion(n);
+    enc::build_code_lengths_sorted(freq.data(), n, 15, sorted.data(), m, by_rank.data());
+    enc::build_code_lengths(freq.data(), n, 15, by_insertion.data());
+    ASSERT_EQ(by_rank, by_insertion);
   }
 }
 

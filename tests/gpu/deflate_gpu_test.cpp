@@ -8,9 +8,10 @@
 // - a capacity one byte short gives output_overflow and size 0, null and
 //   oversized items give invalid_item, and the others in the same batch are
 //   unaffected; guard bytes after every output survive;
-// - other match-finder shapes equal the emulation with the same shape;
-// - bad arguments (temporary storage too small, max_item_size too large,
-//   a bad shape) are refused before any launch.
+// - batches of small items (small hash tables), of one segment per item and
+//   of many, and runs around the 258-byte match pieces equal the emulation;
+// - bad arguments (temporary storage too small, max_item_size too large)
+//   are refused before any launch.
 //
 // Skips without a CUDA device, and compiles to a skip in a build without CUDA.
 #include <zlib.h>
@@ -53,8 +54,7 @@ struct Outcome {
 };
 
 // Runs one batch on the device; max_item_size: the call's (0: the largest item).
-std::vector<Outcome> run_batch(const std::vector<Item>& items, std::size_t max_item_size = 0,
-                               const gpu::deflate_enc::MatchParams& params = gpu::deflate_enc::kParams) {
+std::vector<Outcome> run_batch(const std::vector<Item>& items, std::size_t max_item_size = 0) {
   const std::size_t n = items.size();
   if (max_item_size == 0)
     for (const Item& it : items) max_item_size = std::max(max_item_size, it.data.size());
@@ -67,7 +67,7 @@ std::vector<Outcome> run_batch(const std::vector<Item>& items, std::size_t max_i
     caps[i] = gpu::deflate_max_compressed_size(sizes[i]);
     if (items[i].capacity_delta != 0) {
       Bytes emu;
-      EXPECT_TRUE(gpu::deflate_compress_emulated(items[i].data.data(), sizes[i], &emu, params).ok());
+      EXPECT_TRUE(gpu::deflate_compress_emulated(items[i].data.data(), sizes[i], &emu).ok());
       caps[i] = static_cast<std::size_t>(static_cast<std::ptrdiff_t>(emu.size()) + items[i].capacity_delta);
     }
     out_at[i] = out_total + kSkew;
@@ -93,12 +93,12 @@ std::vector<Outcome> run_batch(const std::vector<Item>& items, std::size_t max_i
   upload(d_out_ptrs, out_ptrs, s);
   upload(d_caps, caps, s);
   std::size_t temp_bytes = 0;
-  EXPECT_TRUE(gpu::deflate_compress_temp_size(n, max_item_size, &temp_bytes, params).ok());
+  EXPECT_TRUE(gpu::deflate_compress_temp_size(n, max_item_size, &temp_bytes).ok());
   DeviceBuffer d_temp(temp_bytes);
   const Status st = gpu::deflate_compress_async(d_in_ptrs.get<const void*>(), d_in_sizes.get<std::size_t>(),
                                                 max_item_size, n, d_temp.get(), temp_bytes, d_out_ptrs.get<void*>(),
                                                 d_caps.get<std::size_t>(), d_out_sizes.get<std::size_t>(),
-                                                d_statuses.get<gpu::ItemStatus>(), s, params);
+                                                d_statuses.get<gpu::ItemStatus>(), s);
   EXPECT_TRUE(st.ok()) << st.to_string();
   const auto out_sizes = download<std::size_t>(d_out_sizes, n, s);
   const auto statuses = download<gpu::ItemStatus>(d_statuses, n, s);
@@ -131,14 +131,13 @@ void expect_inflates(const Bytes& c, const Bytes& want, bool final) {
   EXPECT_TRUE(out == want);
 }
 
-void expect_matches_emulation(const std::vector<Item>& items,
-                              const gpu::deflate_enc::MatchParams& params = gpu::deflate_enc::kParams) {
-  const std::vector<Outcome> r = run_batch(items, 0, params);
+void expect_matches_emulation(const std::vector<Item>& items, std::size_t max_item_size = 0) {
+  const std::vector<Outcome> r = run_batch(items, max_item_size);
   Bytes stream, all;
   for (std::size_t i = 0; i < items.size(); ++i) {
     SCOPED_TRACE(i);
     Bytes emu;
-    ASSERT_TRUE(gpu::deflate_compress_emulated(items[i].data.data(), items[i].data.size(), &emu, params).ok());
+    ASSERT_TRUE(gpu::deflate_compress_emulated(items[i].data.data(), items[i].data.size(), &emu).ok());
     EXPECT_EQ(r[i].status, gpu::ItemStatus::ok);
     EXPECT_TRUE(r[i].bytes == emu) << "GPU " << r[i].bytes.size() << " bytes, emulation " << emu.size();
     expect_inflates(r[i].bytes, items[i].data, false);
@@ -171,16 +170,23 @@ TEST(DeflateGpu, LargeItemsEqualEmulation) {
   expect_matches_emulation({{test::mixed_bytes(1 << 20, 3)}, {test::text_like_bytes(300000, 4)}, {Bytes{}}});
 }
 
-TEST(DeflateGpu, OtherMatchFinderShapesEqualEmulation) {
+// The same items in batches of other largest sizes: small tables for items
+// of at most 4 KiB, one segment per item, many segments per item; and runs
+// around the 258-byte match pieces.
+TEST(DeflateGpu, BatchShapesEqualEmulation) {
   SKIP_WITHOUT_GPU();
-  const std::vector<Item> items = {{test::mixed_bytes(65536, 21)}, {test::text_like_bytes(20000, 22)}, {Bytes{}},
-                                   {test::record_bytes(65536, 23)}};
-  for (const gpu::deflate_enc::MatchParams p :
-       {gpu::deflate_enc::MatchParams{2048, 8192, 12, 8, 32, true}, gpu::deflate_enc::MatchParams{1024, 4096, 8, 1, 3, false},
-        gpu::deflate_enc::MatchParams{16384, 32768, 15, 64, 258, true}}) {
-    SCOPED_TRACE(p.segment_size);
-    expect_matches_emulation(items, p);
+  std::vector<Item> small;
+  for (std::size_t n : {std::size_t{0}, std::size_t{13}, std::size_t{100}, std::size_t{4095}, std::size_t{4096}})
+    small.push_back({test::text_like_bytes(n, n + 1)});
+  expect_matches_emulation(small);
+  expect_matches_emulation(small, 8192);
+  Bytes runs;
+  for (std::uint32_t run : {258u, 259u, 260u, 517u, 8191u, 8193u, 30000u}) {
+    const Bytes noise = test::random_bytes(41, run);
+    runs.insert(runs.end(), noise.begin(), noise.end());
+    runs.insert(runs.end(), run, static_cast<std::uint8_t>(run));
   }
+  expect_matches_emulation({{runs}, {test::record_bytes(3 << 20, 5)}, {test::constant_bytes(70000, 9)}});
 }
 
 TEST(DeflateGpu, SilesiaIn64KiBChunksEqualsEmulation) {
@@ -224,9 +230,6 @@ TEST(DeflateGpu, BadArgumentsAreRefused) {
   EXPECT_PRED_FORMAT2(test::StatusIs, gpu::deflate_compress_temp_size(1, gpu::kMaxDeflateItem + 1, &temp),
                       StatusCode::invalid_argument);
   EXPECT_PRED_FORMAT2(test::StatusIs, gpu::deflate_compress_temp_size(1, 1000, nullptr), StatusCode::invalid_argument);
-  EXPECT_PRED_FORMAT2(test::StatusIs,
-                      gpu::deflate_compress_temp_size(1, 1000, &temp, gpu::deflate_enc::MatchParams{3000, 0, 12, 8, 32, true}),
-                      StatusCode::invalid_argument);
   ASSERT_TRUE(gpu::deflate_compress_temp_size(4, 65536, &temp).ok());
   DeviceBuffer d_arrays(4 * 64);
   const auto* ptrs = d_arrays.get<const void*>();
