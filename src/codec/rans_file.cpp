@@ -186,7 +186,7 @@ class Decompressor {
       if (!first && avail == 0) return {};
       rans_file::Header h;
       const Status s = rans_file::parse_header(in_.data(), avail, &h);
-      if (!first && !s && !rans_file::has_magic(in_.data(), avail)) {
+      if (!first && s.code == StatusCode::bad_data && !rans_file::has_magic(in_.data(), avail)) {
         return {StatusCode::bad_data, "data after the end of the rANS file"};
       }
       if (!s) return s;
@@ -202,35 +202,30 @@ class Decompressor {
     std::vector<Block> blocks;
     std::vector<Status> statuses;
     for (bool end = false; !end;) {
-      // Gather a batch: whole blocks in the window, up to the end marker.
+      // Gather a batch: whole blocks in the window, up to the end marker. A
+      // failure found here is reported after the blocks before it decoded,
+      // so that the first failure in file order is the one reported, what
+      // ever the batches.
       blocks.clear();
       std::size_t offset = 0;
       std::uint64_t content = 0;
+      Status pending;
       while (blocks.size() < most) {
-        std::size_t avail = 0;
-        if (Status s = in_.ensure(offset + kBlockHeaderBytes, &avail); !s) return s;
-        if (avail < offset + kBlockHeaderBytes) return {StatusCode::truncated, "rANS file cut short (block header)"};
-        BlockHeader b;
-        if (Status s = rans_file::parse_block_header(in_.data() + offset, h, &b); !s) return s;
-        if (b.end()) {
-          offset += kBlockHeaderBytes;
-          end = true;
+        pending = next_block(h, offset, content, &blocks, &end);
+        if (!pending || end) break;
+        const Block& last = blocks.back();
+        if (last.out_at + last.h.decoded > kBatchContent && blocks.size() > 1) {
+          blocks.pop_back();  // for the next batch
           break;
         }
-        if (!blocks.empty() && content + b.decoded > kBatchContent) break;
-        if (b.decoded > o_.max_output - produced_ - content) {
-          return {StatusCode::output_limit, "output exceeds the limit"};
-        }
-        const std::size_t next = offset + kBlockHeaderBytes + b.payload;
-        if (Status s = in_.ensure(next, &avail); !s) return s;
-        if (avail < next) return {StatusCode::truncated, "rANS file cut short (block payload)"};
-        blocks.push_back({offset + kBlockHeaderBytes, content, b});
-        offset = next;
-        content += b.decoded;
+        offset = last.payload_at + last.h.payload;
+        content += last.h.decoded;
       }
       if (!blocks.empty()) {
         if (Status s = decode_batch(blocks, content, &statuses, &hash); !s) return s;
       }
+      if (!pending) return pending;
+      if (end) offset += kBlockHeaderBytes;
       in_.consume(offset);
       if (o_.progress) o_.progress(in_.position(), produced_);
     }
@@ -241,6 +236,27 @@ class Decompressor {
       return {StatusCode::checksum_mismatch, "rANS file content checksum (XXH3-64) mismatch"};
     }
     in_.consume(kTrailerBytes);
+    return {};
+  }
+
+  // Reads the block header at `offset` in the window and makes its payload
+  // available; appends the block, or sets *end at the end marker.
+  Status next_block(const rans_file::Header& h, std::size_t offset, std::uint64_t content, std::vector<Block>* blocks,
+                    bool* end) {
+    std::size_t avail = 0;
+    if (Status s = in_.ensure(offset + kBlockHeaderBytes, &avail); !s) return s;
+    if (avail < offset + kBlockHeaderBytes) return {StatusCode::truncated, "rANS file cut short (block header)"};
+    BlockHeader b;
+    if (Status s = rans_file::parse_block_header(in_.data() + offset, h, &b); !s) return s;
+    if (b.end()) {
+      *end = true;
+      return {};
+    }
+    if (b.decoded > o_.max_output - produced_ - content) return {StatusCode::output_limit, "output exceeds the limit"};
+    const std::size_t next = offset + kBlockHeaderBytes + b.payload;
+    if (Status s = in_.ensure(next, &avail); !s) return s;
+    if (avail < next) return {StatusCode::truncated, "rANS file cut short (block payload)"};
+    blocks->push_back({offset + kBlockHeaderBytes, content, b});
     return {};
   }
 
@@ -315,6 +331,7 @@ Status rans_file_compress(ConstBuffer input, std::vector<std::uint8_t>* output, 
   auto sink = vector_sink(output);
   Status s = rans_file_compress_stream(*source, *sink, options);
   if (Status f = sink->flush(); s && !f) s = f;
+  sink.reset();  // it trims the vector when it goes
   if (!s) output->clear();
   return s;
 }
@@ -327,6 +344,7 @@ Status rans_file_decompress(ConstBuffer input, std::vector<std::uint8_t>* output
   auto sink = vector_sink(output);
   Status s = rans_file_decompress_stream(*source, *sink, options, nullptr, file_stats);
   if (Status f = sink->flush(); s && !f) s = f;
+  sink.reset();  // it trims the vector when it goes
   if (!s) output->clear();
   return s;
 }
