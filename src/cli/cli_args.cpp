@@ -249,10 +249,11 @@ void add_file_options(CLI::App* app, FileArgs* a) {
                 "transfer, kernel, idle and queue times, ratio");
   app->add_option("--json", a->json, "Write those figures for every file as JSON to FILE")->type_name("FILE");
   app->add_option("--codec", a->codec,
-                  "Format: lz4 (default), gzip (.gz), zlib (.zz) or deflate (raw, .deflate); "
-                  "decompression recognises gzip, zlib and LZ4 by their first bytes")
+                  "Format: lz4 (default), gzip (.gz), zlib (.zz), deflate (raw, .deflate) or rans "
+                  "(tandem's rANS entropy coder, .rans); decompression recognises gzip, zlib, LZ4 and "
+                  "rANS files by their first bytes")
       ->type_name("NAME")
-      ->check(silent(CLI::IsMember({"lz4", "gzip", "zlib", "deflate"})))
+      ->check(silent(CLI::IsMember({"lz4", "gzip", "zlib", "deflate", "rans"})))
       ->take_last();
 }
 
@@ -281,6 +282,10 @@ bool make_file_options(const FileArgs& a, bool decompress_command, FileOptions* 
       return false;
     }
     o->deflate_level = a.level == 0 ? 6 : a.level;
+  }
+  if (o->codec == "rans" && !o->decompress && a.level != 0) {
+    *error = "rans has no compression levels";
+    return false;
   }
   for (const auto& spec : a.block_specs) {
     if (!parse_block_spec(spec, &o->frame, error)) return false;
@@ -319,7 +324,7 @@ struct BenchArgs {
 
 const char* const kDescription =
     "tandem: LZ4 compression on the CPU and the GPU, in the format the lz4 tool reads and writes;\n"
-    "gzip, zlib and raw deflate on the CPU (--codec).\n"
+    "gzip, zlib, raw deflate and tandem's rANS files on the CPU (--codec).\n"
     "\n"
     "  tandem [compress] [OPTIONS] [FILES...]   compress FILE to FILE.lz4\n"
     "  tandem decompress [OPTIONS] [FILES...]   decompress FILE.lz4 to FILE (also: tandem -d FILES)\n"
@@ -388,6 +393,7 @@ CommandLine parse_command_line(int argc, char** argv) {
         "--fast=N is faster and larger as N grows. The last level given wins.\n"
         "Several -B may be combined: -B6 -BD -BX, or -B6DX.\n"
         "gzip, zlib, deflate: levels -1 .. -12 of libdeflate (default -6), 64 KiB chunks in parallel.\n"
+        "rans: order-0 rANS entropy coding, no levels, 64 KiB blocks in parallel, XXH3-64 checksum.\n"
         "A progress bar appears on a terminal for inputs of 64 MiB or more, and for stdin.");
   }
 

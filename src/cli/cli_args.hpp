@@ -30,9 +30,10 @@ struct FileOptions {
   int verbosity = 1;                // 0 quiet (-q), 1 normal, 2 verbose (-v)
   Backend backend = Backend::automatic;  // as requested; resolved by the caller
   Lz4FrameOptions frame;            // level, block size, flags and threads for compression
-  // --codec: "lz4" (the default when compressing), "gzip", "zlib" or
-  // "deflate" (raw). Empty when decompressing without --codec: each input's
-  // first bytes tell (gzip, zlib, LZ4), else a .deflate name means raw deflate.
+  // --codec: "lz4" (the default when compressing), "gzip", "zlib", "deflate"
+  // (raw) or "rans" (.rans files). Empty when decompressing without --codec:
+  // each input's first bytes tell (gzip, zlib, LZ4, rANS), else a .deflate
+  // name means raw deflate.
   std::string codec;
   int deflate_level = 6;            // levels of gzip, zlib and deflate: 1..12
   int threads = 0;                  // 0 = all hardware threads

@@ -32,6 +32,7 @@
 #include "cli/cli_stats.hpp"
 #include "codec/lz4_hybrid.hpp"
 #include "tandem/deflate.hpp"
+#include "tandem/rans_file.hpp"
 #include "gpu/lz4_gpu_pipeline.hpp"
 
 namespace tandem::cli {
@@ -41,22 +42,32 @@ namespace {
 constexpr std::size_t kReadBack = 1u << 20;
 
 // The formats of compress and decompress. The deflate family goes through
-// tandem/deflate.hpp, LZ4 through the frame API.
-enum class Format { lz4, gzip, zlib, deflate };
+// tandem/deflate.hpp, LZ4 through the frame API, rANS files through
+// tandem/rans_file.hpp. A codec is a row of kFormats (its --codec name and
+// its files' suffix), a case in decompress_as and one in process_file's
+// compression, and its magic in detect_format.
+enum class Format { lz4, gzip, zlib, deflate, rans };
+
+struct FormatInfo {
+  Format format;
+  std::string_view codec;   // the --codec name
+  std::string_view suffix;  // of the files compress writes
+};
+constexpr FormatInfo kFormats[] = {
+    {Format::lz4, "lz4", ".lz4"},           {Format::gzip, "gzip", ".gz"},   {Format::zlib, "zlib", ".zz"},
+    {Format::deflate, "deflate", ".deflate"}, {Format::rans, "rans", ".rans"},
+};
 
 Format format_of(std::string_view codec) {
-  if (codec == "gzip") return Format::gzip;
-  if (codec == "zlib") return Format::zlib;
-  if (codec == "deflate") return Format::deflate;
+  for (const FormatInfo& f : kFormats) {
+    if (f.codec == codec) return f.format;
+  }
   return Format::lz4;
 }
 
-std::string_view suffix_of(Format f) {
-  switch (f) {
-    case Format::gzip: return ".gz";
-    case Format::zlib: return ".zz";
-    case Format::deflate: return ".deflate";
-    case Format::lz4: break;
+std::string_view suffix_of(Format format) {
+  for (const FormatInfo& f : kFormats) {
+    if (f.format == format) return f.suffix;
   }
   return ".lz4";
 }
@@ -66,13 +77,14 @@ DeflateContainer container_of(Format f) {
 }
 
 // The format of a compressed input, from its first bytes, else its name:
-// gzip and zlib by their headers, LZ4 frames by their magic numbers (what
-// is neither goes to the LZ4 reader, which names the problem).
+// gzip and zlib by their headers, LZ4 frames and rANS files by their magic
+// numbers (what is none goes to the LZ4 reader, which names the problem).
 Format detect_format(Source& source, const std::string& input, const FileOptions& options) {
   if (!options.codec.empty()) return format_of(options.codec);
   std::size_t avail = 0;
   if (source.ensure(4, &avail) && avail >= 2) {
     const std::uint8_t* p = source.data();
+    if (rans_file_magic(p, avail)) return Format::rans;
     if (p[0] == 0x1f && p[1] == 0x8b) return Format::gzip;
     const bool lz4_magic = avail >= 4 && p[1] == 0x2a && p[2] == 0x4d && p[3] == 0x18;
     const bool lz4_frame = avail >= 4 && ((p[0] == 0x04 && p[1] == 0x22) || (p[0] == 0x02 && p[1] == 0x21)) &&
@@ -83,10 +95,11 @@ Format detect_format(Source& source, const std::string& input, const FileOptions
     if (lz4_magic || lz4_frame) return Format::lz4;
   }
   if (input.ends_with(".deflate")) return Format::deflate;
+  if (input.ends_with(".rans")) return Format::rans;  // its reader then says what is wrong
   return Format::lz4;
 }
 
-bool is_deflate(Format f) { return f != Format::lz4; }
+bool is_deflate(Format f) { return f == Format::gzip || f == Format::zlib || f == Format::deflate; }
 
 void report(const std::string& who, const std::string& message) {
   std::fprintf(stderr, "tandem: %s: %s\n", who.c_str(), message.c_str());
@@ -196,6 +209,40 @@ class FileDescriptor {
   int fd_;
 };
 
+// Decompresses `source`, in `format`, into `sink`: the decompression of
+// process_file and the check of --rm alike. `progress` may be empty;
+// `metrics` (LZ4 only) may be null.
+Status decompress_as(Format format, Source& source, Sink& sink, const FileOptions& options, std::uint64_t max_output,
+                     ProgressFn progress, StreamStats* stats, sched::RunMetrics* metrics) {
+  switch (format) {
+    case Format::gzip:
+    case Format::zlib:
+    case Format::deflate: {
+      DeflateDecodeOptions decode;
+      decode.container = container_of(format);
+      decode.threads = options.threads;
+      decode.max_output = max_output;
+      decode.progress = std::move(progress);
+      return deflate_decompress_stream(source, sink, decode, stats);
+    }
+    case Format::rans: {
+      RansFileDecodeOptions decode;
+      decode.threads = options.threads;
+      decode.max_output = max_output;
+      decode.progress = std::move(progress);
+      return rans_file_decompress_stream(source, sink, decode, stats);
+    }
+    case Format::lz4: break;
+  }
+  Lz4DecodeOptions decode;
+  decode.threads = options.threads;
+  decode.backend = options.backend;
+  decode.max_output = max_output;
+  decode.metrics = metrics;
+  decode.progress = std::move(progress);
+  return lz4_decompress_stream(source, sink, decode, stats);
+}
+
 // Reads `fd` back from its start and decompresses it; true when that gives
 // exactly the content `expected` describes.
 bool verify_compressed(int fd, const ContentHash& expected, const FileOptions& options, Format format,
@@ -206,20 +253,7 @@ bool verify_compressed(int fd, const ContentHash& expected, const FileOptions& o
   }
   auto source = fd_source(fd);
   HashOnlySink check;
-  Status s;
-  if (is_deflate(format)) {
-    DeflateDecodeOptions decode;
-    decode.container = container_of(format);
-    decode.threads = options.threads;
-    decode.max_output = expected.bytes();
-    s = deflate_decompress_stream(*source, check, decode);
-  } else {
-    Lz4DecodeOptions decode;
-    decode.threads = options.threads;
-    decode.backend = options.backend;
-    decode.max_output = expected.bytes();
-    s = lz4_decompress_stream(*source, check, decode);
-  }
+  const Status s = decompress_as(format, *source, check, options, expected.bytes(), {}, nullptr, nullptr);
   if (!s) {
     *error = "verification failed, the output does not decompress: " + s.to_string();
     return false;
@@ -270,15 +304,20 @@ bool pick_destination(const std::string& input, const FileOptions& options, std:
     return true;
   }
   // Any known suffix is taken off, whatever the content turns out to be:
-  // .lz4, .gz, .zz, .deflate, and .tgz becomes .tar.
-  for (const std::string_view suffix : {".lz4", ".gz", ".zz", ".deflate", ".tgz"}) {
+  // each format's, and .tgz becomes .tar.
+  std::vector<std::string_view> suffixes;
+  for (const FormatInfo& f : kFormats) suffixes.push_back(f.suffix);
+  suffixes.push_back(".tgz");
+  std::string known;
+  for (const std::string_view suffix : suffixes) {
     const std::string stem = input.substr(0, input.size() - std::min(input.size(), suffix.size()));
     if (input.ends_with(suffix) && !stem.empty() && !stem.ends_with('/')) {
       *destination = suffix == ".tgz" ? stem + ".tar" : stem;
       return true;
     }
+    if (suffix != ".tgz") known += std::string(known.empty() ? "" : ", ") + std::string(suffix);
   }
-  *error = "unknown suffix, expected .lz4, .gz, .zz or .deflate (use -o FILE or -c)";
+  *error = "unknown suffix, expected " + known + " (use -o FILE or -c)";
   return false;
 }
 
@@ -370,13 +409,9 @@ bool process_file(const std::string& input, const FileOptions& options, std::vec
   Status status;
   const auto start = std::chrono::steady_clock::now();
   const Format format = options.decompress ? detect_format(source, input, options) : format_of(options.codec);
-  if (options.decompress && is_deflate(format)) {
-    DeflateDecodeOptions decode;
-    decode.container = options.codec.empty() && format != Format::deflate ? DeflateContainer::detect
-                                                                          : container_of(format);
-    decode.threads = options.threads;
-    if (bar) decode.progress = bar->callback();
-    status = deflate_decompress_stream(source, sink, decode, &stats);
+  const ProgressFn progress = bar ? bar->callback() : ProgressFn{};
+  if (options.decompress) {
+    status = decompress_as(format, source, sink, options, UINT64_MAX, progress, &stats, &run.metrics);
   } else if (is_deflate(format)) {
     DeflateOptions encode;
     encode.container = container_of(format);
@@ -387,7 +422,7 @@ bool process_file(const std::string& input, const FileOptions& options, std::vec
       encode.name = slash == std::string::npos ? input : input.substr(slash + 1);
       encode.mtime = static_cast<std::uint32_t>(in_stat.st_mtime > 0 ? in_stat.st_mtime : 0);
     }
-    if (bar) encode.progress = bar->callback();
+    encode.progress = progress;
     if (!to_stdout) {
       // A file's header is rewritten with the index at the end, so that the
       // compressed chunks are not held in memory until then.
@@ -404,17 +439,15 @@ bool process_file(const std::string& input, const FileOptions& options, std::vec
       };
     }
     status = deflate_compress_stream(source, sink, encode, &stats);
-  } else if (options.decompress) {
-    Lz4DecodeOptions decode;
-    decode.threads = options.threads;
-    decode.backend = options.backend;
-    decode.metrics = &run.metrics;
-    if (bar) decode.progress = bar->callback();
-    status = lz4_decompress_stream(source, sink, decode, &stats);
+  } else if (format == Format::rans) {
+    RansFileOptions encode;
+    encode.threads = options.threads;
+    encode.progress = progress;
+    status = rans_file_compress_stream(source, sink, encode, &stats);
   } else {
     Lz4FrameOptions frame = options.frame;
     frame.metrics = &run.metrics;
-    if (bar) frame.progress = bar->callback();
+    frame.progress = progress;
     status = lz4_compress_stream(source, sink, frame, &stats);
   }
   if (status) status = sink.flush();
@@ -487,12 +520,13 @@ int run_files(const FileOptions& options) {
   // per batch (small inputs stay on the CPU).
   install_test_hooks();
   Backend resolved = Backend::cpu;
-  const bool deflate_family = !options.codec.empty() && is_deflate(format_of(options.codec));
-  if (deflate_family && options.backend == Backend::gpu) {
+  // Every codec but LZ4 runs on the CPU.
+  const bool cpu_codec = !options.codec.empty() && format_of(options.codec) != Format::lz4;
+  if (cpu_codec && options.backend == Backend::gpu) {
     std::fprintf(stderr, "tandem: --backend gpu: unsupported: %s runs on the CPU\n", options.codec.c_str());
     return 1;
   }
-  const Status s = deflate_family ? Status{}
+  const Status s = cpu_codec ? Status{}
                                   : hybrid::hybrid_backend(options.backend,
                                                            options.decompress ? 0 : options.frame.level, &resolved);
   if (!s) {
