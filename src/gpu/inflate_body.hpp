@@ -98,24 +98,31 @@ struct BitReader {
   std::size_t pos = 0;  // next byte to load
   std::uint64_t buf = 0;
   std::uint32_t avail = 0;
+  // The word at in[pos], loaded one refill early so that a refill does not
+  // wait on memory (valid while size - pos >= 4).
+  std::uint32_t ahead = 0;
 
-  TANDEM_HD BitReader(const std::uint8_t* p, std::size_t n) : in(p), size(n) {}
+  TANDEM_HD BitReader(const std::uint8_t* p, std::size_t n) : in(p), size(n) { load_ahead(); }
 
+  TANDEM_HD void load_ahead() {
+    if (size - pos < 4) return;
+#if defined(__CUDA_ARCH__)
+    // Device items are at most kMaxItemSize bytes: positions fit 32 bits.
+    ahead = simt::load_u32(in, static_cast<std::uint32_t>(size), static_cast<std::uint32_t>(pos));
+#else
+    const std::uint8_t* b = in + pos;
+    ahead = b[0] | (std::uint32_t{b[1]} << 8) | (std::uint32_t{b[2]} << 16) | (std::uint32_t{b[3]} << 24);
+#endif
+  }
   // Loads input until more than 32 bits are held or the input ends: a word
-  // at a time (two aligned loads on the device), the last bytes one by one.
+  // at a time, the last bytes one by one.
   TANDEM_HD void refill() {
     if (avail > 32) return;
     if (size - pos >= 4) {
-#if defined(__CUDA_ARCH__)
-      // Device items are at most kMaxItemSize bytes: positions fit 32 bits.
-      const std::uint32_t word = simt::load_u32(in, static_cast<std::uint32_t>(size), static_cast<std::uint32_t>(pos));
-#else
-      const std::uint8_t* b = in + pos;
-      const std::uint32_t word = b[0] | (std::uint32_t{b[1]} << 8) | (std::uint32_t{b[2]} << 16) | (std::uint32_t{b[3]} << 24);
-#endif
-      buf |= static_cast<std::uint64_t>(word) << avail;
+      buf |= static_cast<std::uint64_t>(ahead) << avail;
       pos += 4;
       avail += 32;
+      load_ahead();
       return;
     }
     while (avail <= 56 && pos < size) {
@@ -139,6 +146,11 @@ struct BitReader {
     pos -= avail >> 3;
     buf = 0;
     avail = 0;
+  }
+  // Goes on reading at in[p], with nothing held (after align_and_unload).
+  TANDEM_HD void restart_at(std::size_t p) {
+    pos = p;
+    load_ahead();
   }
   TANDEM_HD std::size_t bytes_used() const { return pos - (avail >> 3); }
 };
@@ -511,6 +523,60 @@ TANDEM_HD void write_batch(const simt::Warp& w, const simt::Lanes<std::uint32_t>
   }
 }
 
+// fast_token's answer for the end-of-block code (never a packed token: a
+// token's length is at least 1).
+inline constexpr std::uint32_t kEndOfBlock = 0xffff0000u;
+
+// The common token quickly: a code of the primary lookups, with all its bits
+// held, valid and fitting the output at `here`. Gives the token packed
+// (length | value << 16) or kEndOfBlock, having consumed it; or 0, with `br`
+// as it was, for the caller's next_token to decode with every check. The
+// checks are those of next_token and check_token, so both give the same
+// tokens.
+TANDEM_HD std::uint32_t fast_token(BitReader& br, const InflateTables& t, std::size_t here, std::size_t capacity) {
+  const BitReader start = br;
+  br.refill();
+  const std::uint32_t e = t.litlen.primary[br.buf & LitLenTable::kMask];
+  const std::uint32_t len = e >> 9;
+  const std::uint32_t sym = e & 0x1ffu;
+  if (e >= LitLenTable::kLong || len == 0 || len > br.avail) {
+    br = start;
+    return 0;
+  }
+  if (sym < 256) {
+    if (here >= capacity) {
+      br = start;
+      return 0;
+    }
+    br.drop(len);
+    return 1u | (sym << 16);
+  }
+  if (sym == 256) {
+    br.drop(len);
+    return kEndOfBlock;
+  }
+  const std::uint32_t li = sym - 257;
+  const std::uint32_t lx = length_extra(li);
+  if (li < 29 && len + lx <= br.avail) {
+    br.drop(len);
+    const std::uint32_t length = length_base(li) + br.peek(static_cast<int>(lx));
+    br.drop(lx);
+    br.refill();
+    const std::uint32_t e2 = t.distance.primary[br.buf & DistanceTable::kMask];
+    const std::uint32_t len2 = e2 >> 9;
+    const std::uint32_t dsym = e2 & 0x1ffu;
+    const std::uint32_t dx = distance_extra(dsym);
+    if (e2 < DistanceTable::kLong && len2 != 0 && dsym < 30 && len2 + dx <= br.avail) {
+      br.drop(len2);
+      const std::uint32_t distance = distance_base(dsym) + br.peek(static_cast<int>(dx));
+      br.drop(dx);
+      if (distance <= here && length <= capacity - here) return length | (distance << 16);
+    }
+  }
+  br = start;
+  return 0;
+}
+
 // The warp form's Huffman block: batches of up to kBatchTokens tokens, each
 // decoded by every lane alike and then written by the lanes together. An
 // error ends the batch before the token that has it; the tokens before it
@@ -525,21 +591,31 @@ TANDEM_HD InflateStatus warp_codes(BitReader& br, InflateTables& t, std::uint8_t
     InflateStatus s = InflateStatus::ok;
     bool end = false;
     while (count < kBatchTokens && total + 258 <= kStageBytes) {
-      Token k;
-      s = next_token(br, t, &k);
-      if (s != InflateStatus::ok) break;
-      if (k.length == 0) {
+      const std::size_t here = at + total;
+      std::uint32_t packed = fast_token(br, t, here, capacity);
+      if (packed == kEndOfBlock) {
         end = true;
         break;
       }
-      s = check_token(k, at + total, capacity);
-      if (s != InflateStatus::ok) break;
-      const std::uint32_t packed = k.length | (k.value << 16);
+      if (packed == 0) {
+        // Anything the fast path does not take (a long code, too few bits
+        // left, an error), from the token's start, with every check.
+        Token k;
+        s = next_token(br, t, &k);
+        if (s != InflateStatus::ok) break;
+        if (k.length == 0) {
+          end = true;
+          break;
+        }
+        s = check_token(k, here, capacity);
+        if (s != InflateStatus::ok) break;
+        packed = k.length | (k.value << 16);
+      }
       w.each([&](int l) {
         if (l == static_cast<int>(count)) tok[l] = packed;
       });
       ++count;
-      total += k.length;
+      total += packed & 0xffffu;
     }
     if (count > 0) write_batch(w, tok, total, out + at, t.stage);
     at += total;
@@ -602,7 +678,7 @@ TANDEM_HD InflateResult inflate_stream(const std::uint8_t* in, std::size_t in_si
       }
       w.stored(out + at, in + br.pos, len);
       at += len;
-      br.pos += len;
+      br.restart_at(br.pos + len);
     } else if (type == 3) {
       s = InflateStatus::reserved_block_type;
       break;
