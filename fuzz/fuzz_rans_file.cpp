@@ -4,7 +4,7 @@
 // Input: a first byte; bit 0 picks the mode.
 //   raw:     the rest of the input is the file.
 //   edited:  the next bytes pick the stream parameters, a content length
-//            (up to 320 KiB, so several 64 KiB blocks) and a pattern the
+//            (up to 160 KiB, so up to three 64 KiB blocks) and a pattern the
 //            content is built from; the content is compressed, must read
 //            back unchanged, then byte edits (position, xor) and an optional
 //            cut apply.
@@ -134,7 +134,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   o.chunk_kib = 1 + in.byte() % 16;
   o.scale_bits = 8 + in.byte() % 5;
   o.lanes = 1 + in.byte() % 32;
-  const std::size_t n = in.le(3) % (320u << 10);
+  const std::size_t n = in.le(3) % (160u << 10);
   const std::size_t k = 1 + in.byte() % 32;
   std::vector<std::uint8_t> pattern(k);
   for (std::uint8_t& b : pattern) b = in.byte();

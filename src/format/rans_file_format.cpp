@@ -31,7 +31,7 @@ void write_header(const Header& h, std::uint8_t* out) {
 }
 
 Status parse_header(const std::uint8_t* p, std::size_t n, Header* h) {
-  if (std::memcmp(p, kMagic, std::min(n, sizeof kMagic)) != 0) {
+  if (n > 0 && std::memcmp(p, kMagic, std::min(n, sizeof kMagic)) != 0) {  // p may be null when n is 0
     return {StatusCode::bad_data, "not a tandem rANS file (bad magic)"};
   }
   if (n < kHeaderBytes) return {StatusCode::truncated, "rANS file header cut short"};
