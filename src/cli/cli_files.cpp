@@ -54,8 +54,11 @@ struct FormatInfo {
   std::string_view suffix;  // of the files compress writes
 };
 constexpr FormatInfo kFormats[] = {
-    {Format::lz4, "lz4", ".lz4"},           {Format::gzip, "gzip", ".gz"},   {Format::zlib, "zlib", ".zz"},
-    {Format::deflate, "deflate", ".deflate"}, {Format::rans, "rans", ".rans"},
+    {Format::lz4, "lz4", ".lz4"},
+    {Format::gzip, "gzip", ".gz"},
+    {Format::zlib, "zlib", ".zz"},
+    {Format::deflate, "deflate", ".deflate"},
+    {Format::rans, "rans", ".rans"},
 };
 
 Format format_of(std::string_view codec) {
