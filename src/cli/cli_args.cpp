@@ -290,6 +290,7 @@ bool make_file_options(const FileArgs& a, bool decompress_command, FileOptions* 
   for (const auto& spec : a.block_specs) {
     if (!parse_block_spec(spec, &o->frame, error)) return false;
   }
+  if (o->codec == "rans" && !a.block_specs.empty()) o->rans_block_size = o->frame.block_size;
   o->frame.content_checksum = !a.no_frame_crc;
   o->frame.content_size = !a.no_content_size;
   o->frame.legacy = a.legacy;
@@ -393,7 +394,8 @@ CommandLine parse_command_line(int argc, char** argv) {
         "--fast=N is faster and larger as N grows. The last level given wins.\n"
         "Several -B may be combined: -B6 -BD -BX, or -B6DX.\n"
         "gzip, zlib, deflate: levels -1 .. -12 of libdeflate (default -6), 64 KiB chunks in parallel.\n"
-        "rans: order-0 rANS entropy coding, no levels, 64 KiB blocks in parallel, XXH3-64 checksum.\n"
+        "rans: order-0 rANS entropy coding, no levels, 64 KiB blocks (-B sets another size) in parallel,\n"
+        "XXH3-64 checksum.\n"
         "A progress bar appears on a terminal for inputs of 64 MiB or more, and for stdin.");
   }
 

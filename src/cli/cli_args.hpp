@@ -36,6 +36,7 @@ struct FileOptions {
   // name means raw deflate.
   std::string codec;
   int deflate_level = 6;            // levels of gzip, zlib and deflate: 1..12
+  std::size_t rans_block_size = 0;  // rans: bytes per block from -B; 0 = the library's default
   int threads = 0;                  // 0 = all hardware threads
   bool stats = false;               // --stats: the scheduler's figures of each file on stderr
   std::string json_path;            // --json FILE: those figures of every file as JSON

@@ -444,6 +444,7 @@ bool process_file(const std::string& input, const FileOptions& options, std::vec
     status = deflate_compress_stream(source, sink, encode, &stats);
   } else if (format == Format::rans) {
     RansFileOptions encode;
+    if (options.rans_block_size) encode.block_size = options.rans_block_size;
     encode.threads = options.threads;
     encode.progress = progress;
     status = rans_file_compress_stream(source, sink, encode, &stats);

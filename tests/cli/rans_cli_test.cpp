@@ -86,6 +86,19 @@ TEST_F(RansCli, SilesiaFilesRoundTrip) {
   }
 }
 
+TEST_F(RansCli, DashBSetsTheBlockSize) {
+  write("data", sample());
+  ASSERT_EQ(tandem("--codec rans -B1M -o big.rans data").code, 0);
+  ASSERT_EQ(tandem("--codec rans -o small.rans data").code, 0);
+  const Bytes big = read("big.rans"), small = read("small.rans");
+  ASSERT_GT(big.size(), 5u);
+  ASSERT_GT(small.size(), 5u);
+  EXPECT_EQ(big[5], 20) << "block_log2 of 1 MiB blocks";
+  EXPECT_EQ(small[5], 16) << "block_log2 of the default 64 KiB blocks";
+  ASSERT_EQ(tandem("-d big.rans").code, 0);
+  EXPECT_EQ(read("big"), sample());
+}
+
 TEST_F(RansCli, StdinStdoutAndDashO) {
   write("data", sample());
   ASSERT_EQ(tandem("--codec rans < data > packed").code, 0);

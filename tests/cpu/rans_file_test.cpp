@@ -184,6 +184,42 @@ TEST(RansFile, OutputLimitAndCallerBuffers) {
                 StatusCode::output_too_small);
 }
 
+TEST(RansFile, ProgressReportsEveryByte) {
+  const Bytes in = test::mixed_bytes(20 * kBlock + 3, 10);
+  std::uint64_t last_in = 0, last_out = 0, calls = 0;
+  RansFileOptions o;
+  o.progress = [&](std::uint64_t bytes_in, std::uint64_t bytes_out) {
+    EXPECT_GE(bytes_in, last_in);
+    EXPECT_GE(bytes_out, last_out);
+    last_in = bytes_in;
+    last_out = bytes_out;
+    ++calls;
+  };
+  test::StingySource src(in);
+  Bytes file;
+  auto sink = vector_sink(&file);
+  StreamStats stats;
+  ASSERT_STATUS(rans_file_compress_stream(src, *sink, o, &stats), StatusCode::ok);
+  ASSERT_TRUE(sink->flush().ok());
+  EXPECT_GE(calls, 1u);
+  EXPECT_EQ(last_in, in.size());
+  EXPECT_EQ(stats.bytes_in, in.size());
+  EXPECT_EQ(stats.bytes_out, file.size());
+  RansFileDecodeOptions d;
+  last_in = last_out = calls = 0;
+  d.progress = [&](std::uint64_t bytes_in, std::uint64_t bytes_out) {
+    EXPECT_GE(bytes_out, last_out);
+    last_in = bytes_in;
+    last_out = bytes_out;
+    ++calls;
+  };
+  Bytes back;
+  ASSERT_STATUS(decompress(file, &back, d), StatusCode::ok);
+  EXPECT_GE(calls, 1u);
+  EXPECT_EQ(last_out, in.size());
+  EXPECT_TRUE(back == in);
+}
+
 TEST(RansFile, InvalidOptions) {
   Bytes out;
   const Bytes in(10, 1);
