@@ -261,16 +261,26 @@ struct ByteBits {
   std::uint8_t* out;
   std::uint32_t bit;
   TANDEM_HD void put(std::uint32_t v, int nbits) {
-    for (int i = 0; i < nbits; ++i, ++bit) {
-      if ((v >> i) & 1u) out[bit >> 3] |= static_cast<std::uint8_t>(1u << (bit & 7));
+    // Up to a byte's free bits at a time.
+    while (nbits > 0) {
+      const int room = 8 - static_cast<int>(bit & 7);
+      const int take = nbits < room ? nbits : room;
+      out[bit >> 3] |= static_cast<std::uint8_t>((v & ((1u << take) - 1u)) << (bit & 7));
+      v >>= take;
+      nbits -= take;
+      bit += static_cast<std::uint32_t>(take);
     }
   }
 };
 
-// The order of the code-length code's lengths in the header (RFC 1951 3.2.7).
+// The order of the code-length code's lengths in the header (RFC 1951 3.2.7):
+// 16 17 18 0 8 7 9 6 10 5 11 4 | 12 3 13 2 14 1 15, 5 bits each in two
+// constants (no table in a thread's local memory).
 TANDEM_HD int cl_order(int i) {
-  constexpr std::uint8_t kOrder[kCLSymbols] = {16, 17, 18, 0, 8, 7, 9, 6, 10, 5, 11, 4, 12, 3, 13, 2, 14, 1, 15};
-  return kOrder[i];
+  constexpr std::uint64_t kFirst = 16ull | 17ull << 5 | 18ull << 10 | 0ull << 15 | 8ull << 20 | 7ull << 25 | 9ull << 30 |
+                                   6ull << 35 | 10ull << 40 | 5ull << 45 | 11ull << 50 | 4ull << 55;
+  constexpr std::uint64_t kRest = 12ull | 3ull << 5 | 13ull << 10 | 2ull << 15 | 14ull << 20 | 1ull << 25 | 15ull << 30;
+  return static_cast<int>((i < 12 ? kFirst >> (5 * i) : kRest >> (5 * (i - 12))) & 31u);
 }
 
 // The fixed code's lengths (RFC 1951 3.2.6).
@@ -327,12 +337,27 @@ TANDEM_HD std::uint64_t coded_bits(const std::uint32_t* hist, const std::uint8_t
 // followed by the empty stored block.
 TANDEM_HD std::uint64_t huffman_out_bytes(std::uint64_t bits) { return (bits + 3 + 7) / 8 + 4; }
 
+// The arrays plan_item works in (shared memory on the device, for the
+// reason HuffmanScratch gives).
+struct PlanScratch {
+  HuffmanScratch huff;
+  std::uint8_t lit_len[kLitLenSymbols];
+  std::uint8_t dist_len[kDistSymbols];
+  std::uint8_t all[kLitLenSymbols + kDistSymbols];
+  std::uint16_t items[kLitLenSymbols + kDistSymbols];
+  std::uint32_t cl_freq[kCLSymbols];
+  std::uint8_t cl_len[kCLSymbols];
+  std::uint16_t cl_code[kCLSymbols];
+  std::uint8_t fix_lit[kMaxSymbols];
+  std::uint8_t fix_dist[kDistSymbols];
+};
+
 // The item's coding for an item of n bytes whose histogram (summed over its
 // segments, the end-of-block symbol counted once) is hist[kHistSize];
 // lit_sym and dist_sym: the used literal/length and distance symbols sorted
-// as symbol_rank places them.
+// as symbol_rank places them; x: scratch.
 TANDEM_HD void plan_item(std::uint32_t n, const std::uint32_t* hist, const std::uint16_t* lit_sym,
-                         const std::uint16_t* dist_sym, Plan* plan) {
+                         const std::uint16_t* dist_sym, PlanScratch& x, Plan* plan) {
   const std::uint64_t stored = max_compressed_size(n);
   plan->mode = Mode::stored;
   plan->header_bits = 0;
@@ -342,29 +367,31 @@ TANDEM_HD void plan_item(std::uint32_t n, const std::uint32_t* hist, const std::
   if (n == 0) return;
 
   // Dynamic: the item's own codes.
-  std::uint8_t lit_len[kLitLenSymbols];
-  std::uint8_t dist_len[kDistSymbols];
+  std::uint8_t* const lit_len = x.lit_len;
+  std::uint8_t* const dist_len = x.dist_len;
   int lit_used = 0;
   for (int s = 0; s < kLitLenSymbols; ++s) lit_used += hist[s] != 0 ? 1 : 0;
   int dist_used = 0;
   for (int s = 0; s < kDistSymbols; ++s) dist_used += hist[kLitLenSymbols + s] != 0 ? 1 : 0;
-  build_code_lengths_sorted(hist, kLitLenSymbols, kMaxCodeLength, lit_sym, lit_used, lit_len);
-  build_code_lengths_sorted(hist + kLitLenSymbols, kDistSymbols, kMaxCodeLength, dist_sym, dist_used, dist_len);
+  build_code_lengths_sorted(hist, kLitLenSymbols, kMaxCodeLength, lit_sym, lit_used, lit_len, x.huff);
+  build_code_lengths_sorted(hist + kLitLenSymbols, kDistSymbols, kMaxCodeLength, dist_sym, dist_used, dist_len,
+                            x.huff);
   int hlit = kLitLenSymbols;
   while (hlit > 257 && lit_len[hlit - 1] == 0) --hlit;
   int hdist = kDistSymbols;
   while (hdist > 1 && dist_len[hdist - 1] == 0) --hdist;
-  std::uint8_t all[kLitLenSymbols + kDistSymbols];
+  std::uint8_t* const all = x.all;
   for (int s = 0; s < hlit; ++s) all[s] = lit_len[s];
   for (int s = 0; s < hdist; ++s) all[hlit + s] = dist_len[s];
-  std::uint16_t items[kLitLenSymbols + kDistSymbols];
+  std::uint16_t* const items = x.items;
   const int nitems = rle_lengths(all, hlit + hdist, items);
-  std::uint32_t cl_freq[kCLSymbols] = {};
+  std::uint32_t* const cl_freq = x.cl_freq;
+  for (int s = 0; s < kCLSymbols; ++s) cl_freq[s] = 0;
   for (int i = 0; i < nitems; ++i) ++cl_freq[items[i] & 0xff];
-  std::uint8_t cl_len[kCLSymbols];
-  build_code_lengths(cl_freq, kCLSymbols, kMaxCodeLengthCL, cl_len);
-  std::uint16_t cl_code[kCLSymbols];
-  canonical_codes(cl_len, kCLSymbols, cl_code);
+  std::uint8_t* const cl_len = x.cl_len;
+  build_code_lengths(cl_freq, kCLSymbols, kMaxCodeLengthCL, cl_len, x.huff);
+  std::uint16_t* const cl_code = x.cl_code;
+  canonical_codes(cl_len, kCLSymbols, cl_code, x.huff.count);
   int hclen = kCLSymbols;
   while (hclen > 4 && cl_len[cl_order(hclen - 1)] == 0) --hclen;
   std::uint64_t header_bits = 3 + 5 + 5 + 4 + 3 * static_cast<std::uint64_t>(hclen);
@@ -376,8 +403,8 @@ TANDEM_HD void plan_item(std::uint32_t n, const std::uint32_t* hist, const std::
   const std::uint64_t dyn_bytes = huffman_out_bytes(header_bits + dyn_data + lit_len[kEndOfBlock]);
 
   // Fixed: RFC 1951's codes.
-  std::uint8_t fix_lit[kMaxSymbols];
-  std::uint8_t fix_dist[kDistSymbols];
+  std::uint8_t* const fix_lit = x.fix_lit;
+  std::uint8_t* const fix_dist = x.fix_dist;
   for (int s = 0; s < kMaxSymbols; ++s) fix_lit[s] = static_cast<std::uint8_t>(fixed_lit_length(s));
   for (int s = 0; s < kDistSymbols; ++s) fix_dist[s] = 5;
   const std::uint64_t fix_data = coded_bits(hist, fix_lit, fix_dist) - fix_lit[kEndOfBlock];
@@ -389,8 +416,8 @@ TANDEM_HD void plan_item(std::uint32_t n, const std::uint32_t* hist, const std::
   const std::uint8_t* dl = dynamic ? dist_len : fix_dist;
   for (int s = 0; s < kMaxSymbols; ++s) plan->lit_len[s] = s < kLitLenSymbols || !dynamic ? ll[s] : 0;
   for (int s = 0; s < kDistSymbols; ++s) plan->dist_len[s] = dl[s];
-  canonical_codes(plan->lit_len, kMaxSymbols, plan->lit_code);
-  canonical_codes(plan->dist_len, kDistSymbols, plan->dist_code);
+  canonical_codes(plan->lit_len, kMaxSymbols, plan->lit_code, x.huff.count);
+  canonical_codes(plan->dist_len, kDistSymbols, plan->dist_code, x.huff.count);
   ByteBits w{plan->header, 0};
   if (!dynamic) {
     plan->mode = Mode::fixed;
@@ -422,15 +449,21 @@ TANDEM_HD std::uint64_t segment_bits(const Plan& plan, const std::uint32_t* seg_
   return coded_bits(seg_hist, plan.lit_len, plan.dist_len);
 }
 
-// Warps of a plan block.
-inline constexpr int kPlanWarps = 4;
+// Warps of a plan block. Its long part is one thread's, so an item gets one
+// warp: more items fit the GPU at once.
+inline constexpr int kPlanWarps = 1;
 
-// What a plan block keeps in shared memory.
+// What a plan block keeps in shared memory: the plan is built there (one
+// thread's long chain of dependent reads and writes waits on shared memory,
+// not on global), then copied out by the block.
 struct PlanShared {
+  Plan plan;
+  PlanScratch scratch;
   std::uint32_t hist[kHistSize];
   std::uint16_t lit_sym[kLitLenSymbols];
   std::uint16_t dist_sym[kDistSymbols];
 };
+static_assert(sizeof(Plan) % sizeof(std::uint32_t) == 0, "a plan is copied a word at a time");
 
 // Pass 3 for an item of n bytes cut into `segments` segments whose
 // histograms are seg_hists[s * kHistSize, ...): the item's plan, and in
@@ -464,17 +497,24 @@ TANDEM_HD void plan_item_block(const simt::Block<W>& b, PlanShared& sh, std::uin
   });
   b.sync();
   simt::block_threads(b, [&](std::uint32_t t) {
-    if (t == 0) plan_item(n, sh.hist, sh.lit_sym, sh.dist_sym, plan);
+    if (t == 0) plan_item(n, sh.hist, sh.lit_sym, sh.dist_sym, sh.scratch, &sh.plan);
   });
   b.sync();
   simt::block_threads(b, [&](std::uint32_t t) {
+#if defined(__CUDA_ARCH__)
+    const auto* from = reinterpret_cast<const std::uint32_t*>(&sh.plan);
+    auto* to = reinterpret_cast<std::uint32_t*>(plan);
+    for (std::uint32_t k = t; k < sizeof(Plan) / sizeof(std::uint32_t); k += kThreads) to[k] = from[k];
+#else
+    if (t == 0) std::memcpy(static_cast<void*>(plan), &sh.plan, sizeof(Plan));
+#endif
     for (std::uint32_t s = t; s < segments; s += kThreads)
-      seg_at[s] = segment_bits(*plan, seg_hists + static_cast<std::size_t>(s) * kHistSize);
+      seg_at[s] = segment_bits(sh.plan, seg_hists + static_cast<std::size_t>(s) * kHistSize);
   });
   b.sync();
   simt::block_threads(b, [&](std::uint32_t t) {
     if (t != 0) return;
-    std::uint64_t at = plan->header_bits;
+    std::uint64_t at = sh.plan.header_bits;
     for (std::uint32_t s = 0; s < segments; ++s) {
       const std::uint64_t bits = seg_at[s];
       seg_at[s] = at;

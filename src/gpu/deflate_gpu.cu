@@ -231,7 +231,24 @@ __global__ void __launch_bounds__(kItemThreads) deflate_finish_kernel(Args a) {
   }
   __syncthreads();
   const std::uint64_t total = out_bytes;
-  for (std::uint64_t k = threadIdx.x; k < total; k += blockDim.x) out[k] = enc::output_byte(plan, in, n, words, k);
+  if (plan.mode == enc::Mode::stored || total < 8) {
+    for (std::uint64_t k = threadIdx.x; k < total; k += blockDim.x) out[k] = enc::output_byte(plan, in, n, words, k);
+    return;
+  }
+  // A Huffman coding's bytes are its words': 4-byte stores from where out
+  // is aligned, each from two words (the buffer has a word past the last
+  // one used), the bytes before and after alone.
+  const std::uint32_t head = static_cast<std::uint32_t>((4 - (reinterpret_cast<std::uintptr_t>(out) & 3)) & 3);
+  const std::uint64_t body = (total - head) / 4;
+  const std::uint64_t tail = head + 4 * body;
+  if (threadIdx.x < head) out[threadIdx.x] = enc::output_byte(plan, in, n, words, threadIdx.x);
+  if (threadIdx.x < total - tail) out[tail + threadIdx.x] = enc::output_byte(plan, in, n, words, tail + threadIdx.x);
+  for (std::uint64_t j = threadIdx.x; j < body; j += blockDim.x) {
+    const std::uint64_t k = head + 4 * j;
+    const std::uint32_t lo = words[k / 4];
+    const std::uint32_t hi = words[k / 4 + 1];
+    *reinterpret_cast<std::uint32_t*>(out + k) = __funnelshift_r(lo, hi, 8 * head);
+  }
 }
 
 unsigned blocks_for(std::size_t units, int per_block) {

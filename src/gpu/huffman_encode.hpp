@@ -40,14 +40,25 @@ TANDEM_HD int symbol_rank(const std::uint32_t* freq, int n, int s) {
   return rank;
 }
 
+// The arrays a code's construction works in. On the device they belong in
+// shared memory: one thread walks them, and a thread's own local memory is
+// spread a word per cache line (it misses in L1 as soon as a few blocks do
+// that).
+struct HuffmanScratch {
+  std::uint32_t weight[2 * kMaxSymbols];
+  std::uint16_t parent[2 * kMaxSymbols];
+  std::uint16_t sym[kMaxSymbols];
+  std::uint32_t count[kMaxCodeLength + 2];
+};
+
 // Code lengths for the n <= kMaxSymbols symbols with frequencies freq[0, n),
 // each in [0, max_len] (max_len <= 15, 2^max_len >= n); len[s] = 0 for
 // unused symbols. At least two symbols get a length (unused ones join when
 // fewer than two are used), and sum over s of 2^-len[s] is exactly 1.
 // sorted: the m used symbols (freq[s] != 0) by (frequency, symbol),
-// ascending, as symbol_rank places them.
+// ascending, as symbol_rank places them (it may be x.sym).
 TANDEM_HD void build_code_lengths_sorted(const std::uint32_t* freq, int n, int max_len, const std::uint16_t* sorted,
-                                         int m, std::uint8_t* len) {
+                                         int m, std::uint8_t* len, HuffmanScratch& x) {
   for (int s = 0; s < n; ++s) len[s] = 0;
   if (m < 2) {
     // One or no symbol in use: two codes of one bit, the used one and the
@@ -61,8 +72,8 @@ TANDEM_HD void build_code_lengths_sorted(const std::uint32_t* freq, int n, int m
   const std::uint16_t* const sym = sorted;
   // Two queues: leaves 0..m-1 in sorted order, internal nodes m..2m-2 in the
   // order they are made (their weights never decrease). A tie prefers the leaf.
-  std::uint32_t weight[2 * kMaxSymbols];
-  std::uint16_t parent[2 * kMaxSymbols];
+  std::uint32_t* const weight = x.weight;
+  std::uint16_t* const parent = x.parent;
   for (int i = 0; i < m; ++i) weight[i] = freq[sym[i]];
   int leaf = 0;
   int node = m;
@@ -85,7 +96,8 @@ TANDEM_HD void build_code_lengths_sorted(const std::uint32_t* freq, int n, int m
   weight[root] = 0;
   for (int k = root - 1; k >= 0; --k) weight[k] = weight[parent[k]] + 1;
   // Leaves per length, clamped to max_len.
-  int count[kMaxCodeLength + 2] = {};
+  std::uint32_t* const count = x.count;
+  for (int l = 0; l < kMaxCodeLength + 2; ++l) count[l] = 0;
   for (int i = 0; i < m; ++i) {
     const std::uint32_t d = weight[i];
     ++count[d > static_cast<std::uint32_t>(max_len) ? max_len : static_cast<int>(d)];
@@ -93,7 +105,7 @@ TANDEM_HD void build_code_lengths_sorted(const std::uint32_t* freq, int n, int m
   // Kraft sum in units of 2^-max_len.
   const std::uint32_t target = 1u << max_len;
   std::uint32_t kraft = 0;
-  for (int l = 1; l <= max_len; ++l) kraft += static_cast<std::uint32_t>(count[l]) << (max_len - l);
+  for (int l = 1; l <= max_len; ++l) kraft += count[l] << (max_len - l);
   while (kraft > target) {
     int l = max_len - 1;
     while (l > 0 && count[l] == 0) --l;
@@ -114,13 +126,13 @@ TANDEM_HD void build_code_lengths_sorted(const std::uint32_t* freq, int n, int m
   // The least frequent symbols take the longest lengths.
   int i = 0;
   for (int l = max_len; l >= 1; --l) {
-    for (int c = 0; c < count[l]; ++c) len[sym[i++]] = static_cast<std::uint8_t>(l);
+    for (std::uint32_t c = 0; c < count[l]; ++c) len[sym[i++]] = static_cast<std::uint8_t>(l);
   }
 }
 
 // The same, the used symbols sorted here (insertion sort; m <= 288).
-TANDEM_HD void build_code_lengths(const std::uint32_t* freq, int n, int max_len, std::uint8_t* len) {
-  std::uint16_t sym[kMaxSymbols];
+TANDEM_HD void build_code_lengths(const std::uint32_t* freq, int n, int max_len, std::uint8_t* len, HuffmanScratch& x) {
+  std::uint16_t* const sym = x.sym;
   int m = 0;
   for (int s = 0; s < n; ++s) {
     if (freq[s] != 0) sym[m++] = static_cast<std::uint16_t>(s);
@@ -134,35 +146,49 @@ TANDEM_HD void build_code_lengths(const std::uint32_t* freq, int n, int max_len,
     }
     sym[j] = s;
   }
-  build_code_lengths_sorted(freq, n, max_len, sym, m, len);
+  build_code_lengths_sorted(freq, n, max_len, sym, m, len, x);
+}
+TANDEM_HD void build_code_lengths(const std::uint32_t* freq, int n, int max_len, std::uint8_t* len) {
+  HuffmanScratch x;
+  build_code_lengths(freq, n, max_len, len, x);
 }
 
 // Reverses the low n bits of v.
 TANDEM_HD std::uint32_t reverse_bits(std::uint32_t v, int n) {
+#if defined(__CUDA_ARCH__)
+  return n == 0 ? 0u : __brev(v) >> (32 - n);
+#else
   std::uint32_t r = 0;
   for (int i = 0; i < n; ++i) {
     r = (r << 1) | (v & 1u);
     v >>= 1;
   }
   return r;
+#endif
 }
 
 // The canonical code of each symbol with a length (RFC 1951 3.2.2), bit
-// reversed; code[s] = 0 where len[s] = 0.
-TANDEM_HD void canonical_codes(const std::uint8_t* len, int n, std::uint16_t* code) {
-  std::uint32_t count[kMaxCodeLength + 1] = {};
-  for (int s = 0; s < n; ++s) ++count[len[s]];
-  count[0] = 0;
-  std::uint32_t next[kMaxCodeLength + 2] = {};
+// reversed; code[s] = 0 where len[s] = 0. next: kMaxCodeLength + 2 words of
+// scratch.
+TANDEM_HD void canonical_codes(const std::uint8_t* len, int n, std::uint16_t* code, std::uint32_t* next) {
+  for (int l = 0; l < kMaxCodeLength + 2; ++l) next[l] = 0;
+  for (int s = 0; s < n; ++s) ++next[len[s]];  // counts first
   std::uint32_t c = 0;
+  std::uint32_t below = 0;  // codes of the length below (none of length 0)
   for (int l = 1; l <= kMaxCodeLength; ++l) {
-    c = (c + count[l - 1]) << 1;
+    const std::uint32_t here = next[l];
+    c = (c + below) << 1;
     next[l] = c;
+    below = here;
   }
   for (int s = 0; s < n; ++s) {
     const int l = len[s];
     code[s] = l ? static_cast<std::uint16_t>(reverse_bits(next[l]++, l)) : 0;
   }
+}
+TANDEM_HD void canonical_codes(const std::uint8_t* len, int n, std::uint16_t* code) {
+  std::uint32_t next[kMaxCodeLength + 2];
+  canonical_codes(len, n, code, next);
 }
 
 }  // namespace tandem::gpu::deflate_enc

@@ -333,7 +333,8 @@ TEST(HuffmanEncode, RanksSortLikeTheInsertionSort) {
       ASSERT_TRUE(freq[a] < freq[b] || (freq[a] == freq[b] && a < b)) << i;
     }
     std::vector<std::uint8_t> by_rank(n), by_insertion(n);
-    enc::build_code_lengths_sorted(freq.data(), n, 15, sorted.data(), m, by_rank.data());
+    enc::HuffmanScratch scratch;
+    enc::build_code_lengths_sorted(freq.data(), n, 15, sorted.data(), m, by_rank.data(), scratch);
     enc::build_code_lengths(freq.data(), n, 15, by_insertion.data());
     ASSERT_EQ(by_rank, by_insertion);
   }
