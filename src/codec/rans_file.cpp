@@ -204,8 +204,8 @@ class Decompressor {
     for (bool end = false; !end;) {
       // Gather a batch: whole blocks in the window, up to the end marker. A
       // failure found here is reported after the blocks before it decoded,
-      // so that the first failure in file order is the one reported, what
-      // ever the batches.
+      // so that the first failure in file order is the one reported,
+      // whatever the batches.
       blocks.clear();
       std::size_t offset = 0;
       std::uint64_t content = 0;
