@@ -596,16 +596,18 @@ struct WindowBits {
 
 // The token at the start of v (64 bits of which `room` are input; room may
 // be 0 or less): sets *packed and *nbits, its bits; *nbits = 0 where the
-// window path does not take it (a code longer than the primary lookups, an
-// invalid code, too few bits), for next_token to decode with every check.
+// window path does not take it (an invalid code or symbol,
+// too few bits), for next_token to decode with every check.
 TANDEM_HD void window_token(const InflateTables& t, std::uint64_t v, std::int32_t room, std::uint32_t* packed,
                             std::uint32_t* nbits) {
   *packed = 0;
   *nbits = 0;
-  const std::uint32_t e = t.litlen.primary[v & LitLenTable::kMask];
-  const std::uint32_t len = e >> 9;
-  const std::uint32_t sym = e & 0x1ffu;
-  if (e >= LitLenTable::kLong || len == 0 || static_cast<std::int32_t>(len) > room) return;
+  // Codes longer than the primary lookups take the table's slower search
+  // here, in every lane at once, off the chain of tokens.
+  const Decoded d = t.litlen.decode(static_cast<std::uint32_t>(v));
+  const std::uint32_t len = d.length;
+  const std::uint32_t sym = d.symbol;
+  if (len == 0 || static_cast<std::int32_t>(len) > room) return;
   if (sym < 256) {
     *packed = 1u | (sym << 16);
     *nbits = len;
@@ -621,10 +623,10 @@ TANDEM_HD void window_token(const InflateTables& t, std::uint64_t v, std::int32_
   const std::uint32_t lx = length_extra(li);
   const std::uint32_t length = length_base(li) + static_cast<std::uint32_t>((v >> len) & ((1u << lx) - 1));
   const std::uint32_t at = len + lx;
-  const std::uint32_t e2 = t.distance.primary[(v >> at) & DistanceTable::kMask];
-  const std::uint32_t len2 = e2 >> 9;
-  const std::uint32_t dsym = e2 & 0x1ffu;
-  if (e2 >= DistanceTable::kLong || len2 == 0 || dsym >= 30) return;
+  const Decoded d2 = t.distance.decode(static_cast<std::uint32_t>(v >> at));
+  const std::uint32_t len2 = d2.length;
+  const std::uint32_t dsym = d2.symbol;
+  if (len2 == 0 || dsym >= 30) return;
   const std::uint32_t dx = distance_extra(dsym);
   const std::uint32_t distance =
       distance_base(dsym) + static_cast<std::uint32_t>((v >> (at + len2)) & ((1u << dx) - 1));
@@ -642,7 +644,7 @@ TANDEM_HD void window_token(const InflateTables& t, std::uint64_t v, std::int32_
 // decode, at once, the token that would start at each of the next 64 bit
 // offsets (lane l: offsets l and l + 32); then the chain from offset 0 picks
 // out the real ones, a shuffle per token. A token the lanes cannot vouch for
-// (a long code, an error, too few bits, one that does not fit the output) is
+// (an error, too few bits, one that does not fit the output) is
 // decoded by next_token from its start with every check, as the thread form
 // decodes it: the same tokens, statuses and bytes. An error ends the batch
 // before the token that has it; the tokens before it are written.
