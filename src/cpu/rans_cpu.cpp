@@ -75,7 +75,7 @@ Status encode(std::span<const std::uint8_t> in, const Params& params, std::span<
   const std::uint32_t order = body::best_code_order(w, freq);
   h.table_bytes = body::table_bytes(freq, order);
   body::EncSym table[256];
-  body::build_enc_table(w, freq, table);
+  body::build_enc_table(w, freq, params.scale_bits, table);
 
   std::size_t at = body::payloads_at(h);
   if (at > out.size()) return too_small;

@@ -26,6 +26,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <type_traits>
 
 #include "format/rans_format.hpp"
 #include "gpu/simt.hpp"
@@ -315,33 +316,57 @@ TANDEM_HD void normalize(const Warp& w, const std::uint32_t* counts, std::uint32
 
 // ------------------------------------------------------ coding tables ----
 
-// A symbol's encoding entry: its frequency and cumulative frequency, and the
-// reciprocal that divides by the frequency.
-struct EncSym {
-  std::uint32_t rcp;    // ceil-style magic: floor(2^32 (2^s - f) / f) + 1, s = ceil(log2 f)
-  std::uint32_t fc;     // f | cum << 16 (f <= 4096, cum < 4096)
+// A symbol's encoding entry, 16 bytes so that a step takes it in one
+// shared-memory load on the device, with everything a step needs ready to
+// use (no bit field to extract but one, no logarithm per step):
+//   rcp   the reciprocal that divides by f (Granlund and Montgomery's
+//         round-up method for 32-bit dividends): floor(2^32 (2^s - f) / f) + 1,
+//         s = ceil(log2 f)
+//   emit  f * 2^(32 - scale_bits) - 1: a state above it gives a word first
+//         (the format's floor(x / 2^(32 - scale_bits)) >= f, one compare)
+//   cum   the cumulative frequency
+//   sc    s | (M - f) << 16: the step writes x + cum + floor(x / f) (M - f),
+//         which is floor(x / f) M + cum + x mod f in two operations
+// An absent symbol's entry is all zero (it is never coded).
+struct alignas(16) EncSym {
+  std::uint32_t rcp;
+  std::uint32_t emit;
+  std::uint32_t cum;
+  std::uint32_t sc;
 };
 
 TANDEM_HD std::uint32_t ceil_log2(std::uint32_t f) {
   return f > 1 ? static_cast<std::uint32_t>(simt::last_set(f - 1)) + 1 : 0u;
 }
 
-TANDEM_HD EncSym make_enc_sym(std::uint32_t f, std::uint32_t cum) {
-  if (f == 0) return {0, 0};
+TANDEM_HD EncSym make_enc_sym(std::uint32_t f, std::uint32_t cum, std::uint32_t scale_bits) {
+  if (f == 0) return {0, 0, 0, 0};
   const std::uint32_t s = ceil_log2(f);
   const std::uint64_t rcp = ((std::uint64_t{1} << 32) * ((std::uint64_t{1} << s) - f)) / f + 1;
-  return {static_cast<std::uint32_t>(rcp), f | (cum << 16)};
+  const std::uint64_t emit = (static_cast<std::uint64_t>(f) << (32 - scale_bits)) - 1;
+  return {static_cast<std::uint32_t>(rcp), static_cast<std::uint32_t>(emit), cum,
+          s | (((1u << scale_bits) - f) << 16)};
 }
 
-// floor(x / f) for any 32-bit x.
+// floor(x / f) for any 32-bit x: with t = floor(x rcp / 2^32) <= x, it is
+// floor((t + x) / 2^s), the sum taken in 33 bits (an add with carry and a
+// funnel shift on the device; the shift uses sc's low 5 bits, which hold s).
 TANDEM_HD std::uint32_t divide(std::uint32_t x, const EncSym& e) {
-  const std::uint32_t s = ceil_log2(e.fc & 0xFFFFu);
-  const std::uint32_t t = mulhi(x, e.rcp);
-  return s ? (t + ((x - t) >> 1)) >> (s - 1) : x;
+  const std::uint64_t sum = std::uint64_t{mulhi(x, e.rcp)} + x;
+#if defined(__CUDA_ARCH__)
+  return __funnelshift_r(static_cast<std::uint32_t>(sum), static_cast<std::uint32_t>(sum >> 32), e.sc);
+#else
+  return static_cast<std::uint32_t>(sum >> (e.sc & 31u));
+#endif
 }
 
-// The encoding table of freq: 256 entries.
-TANDEM_HD void build_enc_table(const Warp& w, const std::uint32_t* freq, EncSym* table) {
+// The state before coding the symbol of e into state x (x at most e.emit).
+TANDEM_HD std::uint32_t encode_step(std::uint32_t x, const EncSym& e) {
+  return x + e.cum + divide(x, e) * (e.sc >> 16);
+}
+
+// The encoding table of freq (summing to 2^scale_bits): 256 entries.
+TANDEM_HD void build_enc_table(const Warp& w, const std::uint32_t* freq, std::uint32_t scale_bits, EncSym* table) {
   const Lanes<std::uint32_t> part = w.map([&](int l) {
     std::uint32_t sum = 0;
     for (int j = 0; j < kSymbolsPerLane; ++j) sum += freq[l * kSymbolsPerLane + j];
@@ -352,7 +377,7 @@ TANDEM_HD void build_enc_table(const Warp& w, const std::uint32_t* freq, EncSym*
     std::uint32_t cum = base[l];
     for (int j = 0; j < kSymbolsPerLane; ++j) {
       const int s = l * kSymbolsPerLane + j;
-      table[s] = make_enc_sym(freq[s], cum);
+      table[s] = make_enc_sym(freq[s], cum, scale_bits);
       cum += freq[s];
     }
   });
@@ -417,6 +442,50 @@ TANDEM_HD void ring_fill(const Warp& w, const std::uint8_t* src, std::uint32_t l
 
 TANDEM_HD std::uint32_t ring_byte(const std::uint8_t* ring, std::uint32_t r) { return ring[r & (kRingBytes - 1)]; }
 
+// The decoder's words go through the ring by word index instead: word k of
+// the source at ring bytes 2k mod kRingBytes, whatever the source's
+// alignment, so that taking a word is one aligned 2-byte shared load (not
+// two byte loads and a shift). The ring holds kRingWords words.
+inline constexpr std::uint32_t kRingWords = kRingBytes / 2;
+inline constexpr std::uint32_t kRingHalfWords = kRingHalf / 2;
+
+// Puts words [k, k + kRingHalfWords) (k a multiple of kRingHalfWords) of
+// src[0, len) into the ring; bytes at len and past it read as zero. Each 4
+// bytes come from the two aligned 4-byte loads that hold them, joined by a
+// funnel shift, where both lie inside src[0, len), else byte by byte: reads
+// nothing outside src[0, len). The caller syncs the warp before and after,
+// as for ring_fill.
+TANDEM_HD void word_ring_fill(const Warp& w, const std::uint8_t* src, std::uint32_t len, std::uint32_t k,
+                              std::uint8_t* ring) {
+  const std::uint32_t align = ring_align(src);
+  const std::uint32_t span = align ? 8u : 4u;  // bytes the aligned loads cover
+  w.each([&](int l) {
+    std::uint32_t v[kRingLoads];
+    TANDEM_UNROLL
+    for (std::uint32_t j = 0; j < kRingLoads; ++j) {
+      const std::uint32_t q = 2 * k + 4 * (static_cast<std::uint32_t>(l) + simt::kWarpSize * j);  // src[q, q + 4)
+      if (q >= align && q - align + span <= len) {
+        const std::uint8_t* a = src + (q - align);
+        v[j] = simt::funnel(simt::load_aligned_u32(a), align ? simt::load_aligned_u32(a + 4) : 0u, align);
+      } else {
+        v[j] = 0;
+        for (std::uint32_t b = 0; b < 4; ++b) {
+          if (q + b < len) v[j] |= std::uint32_t{src[q + b]} << (8 * b);
+        }
+      }
+    }
+    TANDEM_UNROLL
+    for (std::uint32_t j = 0; j < kRingLoads; ++j) {
+      const std::uint32_t q = 2 * k + 4 * (static_cast<std::uint32_t>(l) + simt::kWarpSize * j);
+      simt::store_aligned_u32(ring + (q & (kRingBytes - 1)), v[j]);
+    }
+  });
+}
+
+TANDEM_HD std::uint32_t ring_word(const std::uint8_t* ring, std::uint32_t k) {
+  return simt::load_aligned<std::uint16_t>(ring + 2 * (k & (kRingWords - 1)));
+}
+
 // Lane l's symbols in a chunk of n bytes with K lanes (0 for l >= K).
 TANDEM_HD std::uint32_t lane_symbols(std::uint32_t l, std::uint32_t n, std::uint32_t K) {
   return l < K ? (n - l + K - 1) / K : 0u;
@@ -425,6 +494,14 @@ TANDEM_HD std::uint32_t raw_symbols(std::uint32_t count) {
   return count < rans::kRawSymbols ? count : rans::kRawSymbols;
 }
 
+// Steps the chunk coders run as one unrolled group where every lane codes a
+// symbol: the ring's refill test, the loop's test and the address
+// arithmetic are paid once a group instead of once a step. A group takes at
+// most kUnroll * 32 words or bytes of the ring, within a half
+// (the refill arguments below need kUnroll * 32 <= kRingHalf / 2).
+inline constexpr std::uint32_t kUnroll = 4;
+static_assert(kUnroll * simt::kWarpSize * 2 <= kRingHalf, "a group's words fit half a ring");
+
 // Encodes the chunk in[0, n) (n >= 1) with K lanes (1 <= K <= min(32, n)):
 // lane l's final state (>= 2^16) to states[l], the words to words_end[-W, 0). Returns
 // W (at most one word per coded symbol). table: encode entries of 256 symbols.
@@ -432,6 +509,7 @@ TANDEM_HD std::uint32_t raw_symbols(std::uint32_t count) {
 TANDEM_HD std::uint32_t encode_chunk(const Warp& w, const std::uint8_t* in, std::uint32_t n, std::uint32_t K,
                                      std::uint32_t scale_bits, const EncSym* table, std::uint32_t* states,
                                      std::uint16_t* words_end, std::uint8_t* ring) {
+  (void)scale_bits;  // in the table's entries
   const Lanes<std::uint32_t> coded = w.map([&](int l) {
     const std::uint32_t c = lane_symbols(static_cast<std::uint32_t>(l), n, K);
     return c - raw_symbols(c);
@@ -444,11 +522,17 @@ TANDEM_HD std::uint32_t encode_chunk(const Warp& w, const std::uint8_t* in, std:
     return v;
   });
   const std::uint32_t steps = w.max(coded);
-  const std::uint32_t shift = 32 - scale_bits;
+  // Steps below `full` code a symbol in each of 32 lanes: all of a whole
+  // chunk's but its top one when n % 32 != 0. They skip the per-lane tests.
+  const std::uint32_t full = K == simt::kWarpSize ? w.min(coded) : 0u;
   // Steps go down through the chunk: step t reads positions [align + tK,
   // align + tK + K), and the ring holds [low, low + kRingBytes). Once a step
   // reaches below low, nothing above low + kRingHalf is read again (K <=
-  // 32), so that half takes the one below.
+  // 32), so that half takes the one below. A group of kUnroll steps tests
+  // its lowest position once: when it is below low, the group's highest is
+  // below low + kUnroll * 32 <= low + kRingHalf (the steps before it read
+  // down to low), and its lowest at least low - kUnroll * 32, inside the
+  // one refill.
   const std::uint32_t align = ring_align(in);
   std::uint32_t low = 0;
   if (steps > 0) {
@@ -458,39 +542,54 @@ TANDEM_HD std::uint32_t encode_chunk(const Warp& w, const std::uint8_t* in, std:
     if (top >= kRingBytes) ring_fill(w, in, n, align, low, ring);
     w.sync();
   }
-  std::uint32_t used = 0;
-  for (std::uint32_t t = steps; t-- > 0;) {
-    if (align + t * K < low) {
+  const auto refill_below = [&](std::uint32_t lowest) {
+    if (lowest < low) {
       w.sync();
       low -= kRingHalf;
       ring_fill(w, in, n, align, low, ring);
       w.sync();
     }
+  };
+  std::uint16_t* next = words_end;  // the last word written: words go down from words_end
+  // Step t. `checked`: some lanes may have no symbol at t (tested per lane);
+  // otherwise K = 32 and every lane codes one.
+  const auto step = [&](std::uint32_t t, auto checked) {
+    constexpr bool kChecked = decltype(checked)::value;
+    const auto active = [&](int l) { return !kChecked || t < coded[l]; };
+    const std::uint32_t kk = kChecked ? K : static_cast<std::uint32_t>(simt::kWarpSize);
     const Lanes<EncSym> e = w.map([&](int l) {
-      return t < coded[l] ? table[ring_byte(ring, align + static_cast<std::uint32_t>(l) + t * K)] : EncSym{0, 0};
+      return active(l) ? table[ring_byte(ring, align + static_cast<std::uint32_t>(l) + t * kk)] : EncSym{0, 0, 0, 0};
     });
-    const Lanes<bool> emit = w.map([&](int l) { return t < coded[l] && (x[l] >> shift) >= (e[l].fc & 0xFFFFu); });
+    const Lanes<bool> emit = w.map([&](int l) { return active(l) && x[l] > e[l].emit; });
     const std::uint32_t mask = w.ballot(emit);
     const std::uint32_t count = static_cast<std::uint32_t>(simt::popcount(mask));
+    next -= count;
     w.each([&](int l) {
       if (emit[l]) {
-        const std::uint32_t rank = static_cast<std::uint32_t>(simt::popcount(mask & ((1u << l) - 1u)));
-        words_end[static_cast<std::ptrdiff_t>(rank) - static_cast<std::ptrdiff_t>(used + count)] =
-            static_cast<std::uint16_t>(x[l]);
+        next[simt::popcount(mask & ((1u << l) - 1u))] = static_cast<std::uint16_t>(x[l]);
         x[l] >>= 16;
       }
-      if (t < coded[l]) {
-        const std::uint32_t f = e[l].fc & 0xFFFFu;
-        const std::uint32_t q = divide(x[l], e[l]);
-        x[l] = (q << scale_bits) + (x[l] - q * f) + (e[l].fc >> 16);
-      }
+      if (active(l)) x[l] = encode_step(x[l], e[l]);
     });
-    used += count;
+  };
+  std::uint32_t t = steps;
+  for (; t > full; --t) {
+    refill_below(align + (t - 1) * K);
+    step(t - 1, std::true_type{});
+  }
+  for (; t >= kUnroll; t -= kUnroll) {
+    refill_below(align + (t - kUnroll) * K);
+    TANDEM_UNROLL
+    for (std::uint32_t j = 1; j <= kUnroll; ++j) step(t - j, std::false_type{});
+  }
+  for (; t > 0; --t) {
+    refill_below(align + (t - 1) * K);
+    step(t - 1, std::false_type{});
   }
   w.each([&](int l) {
     if (static_cast<std::uint32_t>(l) < K) states[l] = x[l];
   });
-  return used;
+  return static_cast<std::uint32_t>(words_end - next);
 }
 
 // A chunk's states on the wire: a nibble per lane (low nibble first) of
@@ -570,44 +669,74 @@ TANDEM_HD Error decode_chunk(const Warp& w, const std::uint8_t* payload, std::ui
       w.map([&](int l) { return lane_symbols(static_cast<std::uint32_t>(l), n, K); });
   const Lanes<std::uint32_t> coded = w.map([&](int l) { return count[l] - raw_symbols(count[l]); });
   const std::uint32_t steps = w.max(coded);
+  // Steps below `full` decode a symbol in each of 32 lanes: all of a whole
+  // chunk's but its last one when n % 32 != 0. They skip the per-lane tests.
+  const std::uint32_t full = K == simt::kWarpSize ? w.min(coded) : 0u;
   const std::uint32_t slot_mask = (1u << scale_bits) - 1;
-  // Word k is at position align + 2k; the ring holds [filled - kRingBytes,
-  // filled). A step takes at most 32 words, so when its words reach past
-  // `filled`, the half below the step's first word is done with.
-  const std::uint32_t align = ring_align(words);
+  // The ring holds words [filled - kRingWords, filled). A step takes at
+  // most 32 words, a group of kUnroll steps kUnroll * 32, tested once
+  // before it: when the group could reach past `filled`, the words before
+  // filled - kRingHalfWords (below `used`: kUnroll * 32 <= kRingHalfWords)
+  // are done with, and one refill covers the group (used <= filled).
+  //
+  // The steps do not test the words' count: past the W words the ring
+  // holds zeros, and `used` only grows, so "used > W at the end" is exactly
+  // "some step took more words than were left", which the format calls
+  // words_exhausted, as a test at every step would (nothing else can fail
+  // before the end). Decoding stays bounded: n steps whatever the data.
   const std::uint32_t word_bytes = 2 * W;
-  ring_fill(w, words, word_bytes, align, 0, ring);
-  ring_fill(w, words, word_bytes, align, kRingHalf, ring);
-  std::uint32_t filled = kRingBytes;
+  word_ring_fill(w, words, word_bytes, 0, ring);
+  word_ring_fill(w, words, word_bytes, kRingHalfWords, ring);
+  std::uint32_t filled = kRingWords;
   w.sync();
   std::uint32_t used = 0;
-  for (std::uint32_t t = 0; t < steps; ++t) {
+  const auto refill_for = [&](std::uint32_t most) {
+    if (used + most > filled) {
+      w.sync();
+      word_ring_fill(w, words, word_bytes, filled, ring);
+      filled += kRingHalfWords;
+      w.sync();
+    }
+  };
+  // Step t, its output byte in lane l at dst(l). `checked`: some lanes may
+  // have no symbol at t (tested per lane); otherwise K = 32 and every lane
+  // decodes one.
+  const auto step = [&](std::uint32_t t, auto checked, auto dst) {
+    constexpr bool kChecked = decltype(checked)::value;
+    const auto active = [&](int l) { return !kChecked || t < coded[l]; };
     w.each([&](int l) {
-      if (t < coded[l]) {
+      if (active(l)) {
         const std::uint32_t e = slots[x[l] & slot_mask];
-        out[static_cast<std::uint32_t>(l) + t * K] = static_cast<std::uint8_t>(e);
+        *dst(l) = static_cast<std::uint8_t>(e);
         x[l] = (((e >> 8) & 0xFFFu) + 1) * (x[l] >> scale_bits) + (e >> 20);
       }
     });
-    const Lanes<bool> need = w.map([&](int l) { return t < coded[l] && x[l] < rans::kStateLow; });
+    const Lanes<bool> need = w.map([&](int l) { return active(l) && x[l] < rans::kStateLow; });
     const std::uint32_t mask = w.ballot(need);
-    const std::uint32_t taken = static_cast<std::uint32_t>(simt::popcount(mask));
-    if (taken > W - used) return Error::words_exhausted;
-    if (align + 2 * (used + taken) > filled) {
-      w.sync();
-      ring_fill(w, words, word_bytes, align, filled, ring);
-      filled += kRingHalf;
-      w.sync();
-    }
     w.each([&](int l) {
       if (need[l]) {
         const std::uint32_t rank = static_cast<std::uint32_t>(simt::popcount(mask & ((1u << l) - 1u)));
-        const std::uint32_t r = align + 2 * (used + rank);
-        x[l] = (x[l] << 16) | ring_byte(ring, r) | (ring_byte(ring, r + 1) << 8);
+        x[l] = (x[l] << 16) | ring_word(ring, used + rank);
       }
     });
-    used += taken;
+    used += static_cast<std::uint32_t>(simt::popcount(mask));
+  };
+  std::uint32_t t = 0;
+  for (; t + kUnroll <= full; t += kUnroll) {
+    refill_for(kUnroll * simt::kWarpSize);
+    // One pointer a lane for the group; its steps' bytes at constant
+    // offsets from it (no 64-bit address arithmetic per step).
+    const Lanes<std::uint8_t*> o = w.map([&](int l) { return out + t * simt::kWarpSize + static_cast<std::uint32_t>(l); });
+    TANDEM_UNROLL
+    for (std::uint32_t j = 0; j < kUnroll; ++j) {
+      step(t + j, std::false_type{}, [&](int l) { return o[l] + j * simt::kWarpSize; });
+    }
   }
+  for (; t < steps; ++t) {
+    refill_for(simt::kWarpSize);
+    step(t, std::true_type{}, [&](int l) { return out + (static_cast<std::uint32_t>(l) + t * K); });
+  }
+  if (used > W) return Error::words_exhausted;
   if (used != W) return Error::words_left_over;
   const Lanes<bool> bad = w.map([&](int l) {
     const std::uint32_t raw = raw_symbols(count[l]);

@@ -263,7 +263,7 @@ __global__ void __launch_bounds__(kItemThreads) rans_table_kernel(CompressArgs a
       body::write_header(out, h);
       body::write_table(freq, order, out + rans::kHeaderBytes);
     }
-    body::build_enc_table(w, freq, a.enc + i * 256);
+    body::build_enc_table(w, freq, a.scale_bits, a.enc + i * 256);
   }
   if (lane_id() == 0) a.info[i] = info;
 }

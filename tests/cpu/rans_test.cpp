@@ -68,7 +68,7 @@ TEST(RansBody, DivisionByReciprocalIsExact) {
   std::mt19937 rng(7);
   const std::uint32_t edges[] = {0u, 1u, 2u, 0xFFFFu, 0x10000u, 0x7FFFFFFFu, 0x80000000u, 0xFFFFFFFEu, 0xFFFFFFFFu};
   for (std::uint32_t f = 1; f <= 4096; ++f) {
-    const body::EncSym e = body::make_enc_sym(f, 0);
+    const body::EncSym e = body::make_enc_sym(f, 0, rans::kMaxScaleBits);
     for (std::uint32_t x : edges) ASSERT_EQ(body::divide(x, e), x / f) << "x=" << x << " f=" << f;
     for (std::uint32_t m = 1; m <= 8; ++m) {  // around multiples of f near the top
       const std::uint64_t top = (0xFFFFFFFFull / f - m) * f;
