@@ -405,9 +405,10 @@ CommandLine parse_command_line(int argc, char** argv) {
   bench_cmd->add_option("FILES", bench.paths, "Files, and directories whose regular files are read")
       ->required();
   bench_cmd->add_option("--codec", bench.codec,
-                        "Codec: lz4 (the default); rans (tandem's rANS format); deflate (GPU deflate and inflate)")
+                        "Codec: lz4 (the default); rans (tandem's rANS format); deflate (GPU deflate and inflate); lzr "
+                        "(tandem's LZ77 + rANS format, against zstd -1 and -3)")
       ->type_name("NAME")
-      ->check(silent(CLI::IsMember({"lz4", "rans", "deflate"})));
+      ->check(silent(CLI::IsMember({"lz4", "rans", "deflate", "lzr"})));
   bench_cmd->add_option("--backend", bench.backend, "Where tandem runs: cpu, gpu or auto (default)")
       ->type_name("cpu|gpu|auto")
       ->check(silent(CLI::IsMember(kBackends)));
