@@ -148,20 +148,28 @@ Status decode(std::span<const std::uint8_t> in, std::span<std::uint8_t> out, std
   if (e != Error::ok) return fail(e, error);
   if (h.length == 0) return {};
 
-  std::vector<std::uint32_t> slots(std::size_t{1} << h.scale_bits);
-  for (std::uint32_t s = 0, cum = 0; s < 256; ++s) {
-    for (std::uint32_t j = 0; j < freq[s]; ++j) slots[cum + j] = body::slot_entry(s, freq[s], j);
-    cum += freq[s];
-  }
-  const std::uint8_t* dir = in.data() + body::directory_at(h);
-  alignas(4) std::uint8_t ring[body::kRingBytes];
-  for (std::uint32_t i = 0; i < h.chunk_count; ++i) {
-    const body::Entry entry = body::read_entry(dir, i);
-    e = body::decode_chunk(w, in.data() + offsets[i], entry.lanes, entry.state_bytes, entry.words,
-                           body::chunk_length(h, i), h.scale_bits, slots.data(),
-                           out.data() + static_cast<std::size_t>(i) * h.chunk_size, ring);
-    if (e != Error::ok) return fail(e, error);
-  }
+  // The slots in the layout the GPU decoder uses at this scale, so that
+  // both of decode_chunk's forms run here too.
+  const auto decode_chunks = [&](auto entry_of) {
+    using Slot = decltype(entry_of(0u, 1u, 0u));
+    std::vector<Slot> slots(std::size_t{1} << h.scale_bits);
+    for (std::uint32_t s = 0, cum = 0; s < 256; ++s) {
+      for (std::uint32_t j = 0; j < freq[s]; ++j) slots[cum + j] = entry_of(s, freq[s], j);
+      cum += freq[s];
+    }
+    const std::uint8_t* dir = in.data() + body::directory_at(h);
+    alignas(4) std::uint8_t ring[body::kRingBytes];
+    for (std::uint32_t i = 0; i < h.chunk_count; ++i) {
+      const body::Entry entry = body::read_entry(dir, i);
+      const Error ce = body::decode_chunk(w, in.data() + offsets[i], entry.lanes, entry.state_bytes, entry.words,
+                                          body::chunk_length(h, i), h.scale_bits, slots.data(),
+                                          out.data() + static_cast<std::size_t>(i) * h.chunk_size, ring);
+      if (ce != Error::ok) return ce;
+    }
+    return Error::ok;
+  };
+  e = h.scale_bits <= body::kMaxWideScaleBits ? decode_chunks(body::wide_slot_entry) : decode_chunks(body::slot_entry);
+  if (e != Error::ok) return fail(e, error);
   *out_size = h.length;
   return {};
 }

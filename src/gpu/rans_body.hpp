@@ -383,9 +383,36 @@ TANDEM_HD void build_enc_table(const Warp& w, const std::uint32_t* freq, std::ui
   });
 }
 
-// A decoding slot: symbol | (f - 1) << 8 | (slot - cum) << 20 (scale <= 12 bits).
+// Decoding slots: slot j (0 <= j < 2^scale_bits) of the symbol s whose
+// range [cum, cum + f) holds j tells the step s, f and j - cum. Two layouts
+// of the same size for the largest table of each (16 KiB: a thread block
+// keeps one in shared memory):
+//  - a word, s | (f - 1) << 8 | (j - cum) << 20, for any scale (up to 12
+//    bits; f - 1 because f = 4096 needs 13 bits);
+//  - a WideSlot of two words, f and s | (j - cum) << 8, for scales up to
+//    kMaxWideScaleBits: the step's new state is then one multiply-add of
+//    ready fields and a shift, where the word costs three more operations
+//    to take its fields apart.
+// slot_step gives the state after the slot's step and returns a word whose
+// low byte is the symbol.
 TANDEM_HD std::uint32_t slot_entry(std::uint32_t symbol, std::uint32_t f, std::uint32_t offset) {
   return symbol | ((f - 1) << 8) | (offset << 20);
+}
+struct alignas(8) WideSlot {
+  std::uint32_t f;
+  std::uint32_t symbol_offset;
+};
+inline constexpr std::uint32_t kMaxWideScaleBits = 11;
+TANDEM_HD WideSlot wide_slot_entry(std::uint32_t symbol, std::uint32_t f, std::uint32_t offset) {
+  return {f, symbol | (offset << 8)};
+}
+TANDEM_HD std::uint32_t slot_step(std::uint32_t e, std::uint32_t scale_bits, std::uint32_t* x) {
+  *x = (((e >> 8) & 0xFFFu) + 1) * (*x >> scale_bits) + (e >> 20);
+  return e;
+}
+TANDEM_HD std::uint32_t slot_step(const WideSlot& e, std::uint32_t scale_bits, std::uint32_t* x) {
+  *x = e.f * (*x >> scale_bits) + (e.symbol_offset >> 8);
+  return e.symbol_offset;
 }
 
 // ------------------------------------------------------------- chunks ----
@@ -551,6 +578,7 @@ TANDEM_HD std::uint32_t encode_chunk(const Warp& w, const std::uint8_t* in, std:
     }
   };
   std::uint16_t* next = words_end;  // the last word written: words go down from words_end
+  const Lanes<std::uint32_t> below = w.map([](int l) { return (1u << l) - 1u; });  // the lanes below l
   // Step t. `checked`: some lanes may have no symbol at t (tested per lane);
   // otherwise K = 32 and every lane codes one.
   const auto step = [&](std::uint32_t t, auto checked) {
@@ -566,7 +594,7 @@ TANDEM_HD std::uint32_t encode_chunk(const Warp& w, const std::uint8_t* in, std:
     next -= count;
     w.each([&](int l) {
       if (emit[l]) {
-        next[simt::popcount(mask & ((1u << l) - 1u))] = static_cast<std::uint16_t>(x[l]);
+        next[simt::popcount(mask & below[l])] = static_cast<std::uint16_t>(x[l]);
         x[l] >>= 16;
       }
       if (active(l)) x[l] = encode_step(x[l], e[l]);
@@ -637,11 +665,13 @@ TANDEM_HD void pack_states(const std::uint32_t* states, std::uint32_t K, std::ui
 
 // Decodes a chunk of n bytes with K lanes (1 <= K <= min(32, n)) from its
 // payload: S bytes of states, then W words (2 bytes each), all of it
-// readable. slots: 2^scale_bits decoding slots. ring: kRingBytes, 4-aligned,
+// readable. slots: 2^scale_bits decoding slots (Slot: std::uint32_t, or
+// WideSlot when scale_bits <= kMaxWideScaleBits). ring: kRingBytes, 4-aligned,
 // the warp's own, for staging the words. Writes out[0, n) and nothing else
 // (on failure some of it).
+template <class Slot>
 TANDEM_HD Error decode_chunk(const Warp& w, const std::uint8_t* payload, std::uint32_t K, std::uint32_t S,
-                             std::uint32_t W, std::uint32_t n, std::uint32_t scale_bits, const std::uint32_t* slots,
+                             std::uint32_t W, std::uint32_t n, std::uint32_t scale_bits, const Slot* slots,
                              std::uint8_t* out, std::uint8_t* ring) {
   // The states: their lengths, each lane's place among their bits, checked
   // against S and for zero padding.
@@ -690,6 +720,7 @@ TANDEM_HD Error decode_chunk(const Warp& w, const std::uint8_t* payload, std::ui
   std::uint32_t filled = kRingWords;
   w.sync();
   std::uint32_t used = 0;
+  const Lanes<std::uint32_t> below = w.map([](int l) { return (1u << l) - 1u; });  // the lanes below l
   const auto refill_for = [&](std::uint32_t most) {
     if (used + most > filled) {
       w.sync();
@@ -706,16 +737,14 @@ TANDEM_HD Error decode_chunk(const Warp& w, const std::uint8_t* payload, std::ui
     const auto active = [&](int l) { return !kChecked || t < coded[l]; };
     w.each([&](int l) {
       if (active(l)) {
-        const std::uint32_t e = slots[x[l] & slot_mask];
-        *dst(l) = static_cast<std::uint8_t>(e);
-        x[l] = (((e >> 8) & 0xFFFu) + 1) * (x[l] >> scale_bits) + (e >> 20);
+        *dst(l) = static_cast<std::uint8_t>(slot_step(slots[x[l] & slot_mask], scale_bits, &x[l]));
       }
     });
     const Lanes<bool> need = w.map([&](int l) { return active(l) && x[l] < rans::kStateLow; });
     const std::uint32_t mask = w.ballot(need);
     w.each([&](int l) {
       if (need[l]) {
-        const std::uint32_t rank = static_cast<std::uint32_t>(simt::popcount(mask & ((1u << l) - 1u)));
+        const std::uint32_t rank = static_cast<std::uint32_t>(simt::popcount(mask & below[l]));
         x[l] = (x[l] << 16) | ring_word(ring, used + rank);
       }
     });

@@ -473,7 +473,10 @@ __global__ void __launch_bounds__(kItemThreads) rans_prepare_kernel(DecompressAr
 
 __global__ void __launch_bounds__(kDecWarps * kWarpThreads) rans_decode_kernel(DecompressArgs a) {
   __shared__ std::uint32_t table[256];
-  __shared__ std::uint32_t slots[1u << rans::kMaxScaleBits];
+  // The slots, in the layout of the stream's scale (rans_body.hpp): 2^12
+  // words, or up to 2^11 WideSlots, in the same 16 KiB.
+  __shared__ __align__(16) std::uint8_t slot_mem[sizeof(std::uint32_t) << rans::kMaxScaleBits];
+  static_assert(sizeof(body::WideSlot) << body::kMaxWideScaleBits <= sizeof slot_mem, "wide slots fit");
   __shared__ __align__(16) std::uint8_t rings[kDecWarps][body::kRingBytes];
   const std::uint32_t* prefix = a.units + a.n + 1;
   const std::uint32_t total = prefix[a.n];
@@ -486,6 +489,9 @@ __global__ void __launch_bounds__(kDecWarps * kWarpThreads) rans_decode_kernel(D
     // Slot j belongs to the last symbol whose cumulative frequency is <= j
     // (absent symbols share the next one's and are passed over).
     const std::uint32_t scale = 1u << info.scale_bits;
+    const bool wide = info.scale_bits <= body::kMaxWideScaleBits;  // the same in every thread
+    auto* slots = reinterpret_cast<std::uint32_t*>(slot_mem);
+    auto* wide_slots = reinterpret_cast<body::WideSlot*>(slot_mem);
     for (std::uint32_t j = threadIdx.x; j < scale; j += kDecWarps * kWarpThreads) {
       std::uint32_t lo = 0, hi = 256;  // first symbol whose cum exceeds j: in (lo, hi]
       while (lo < hi) {
@@ -497,7 +503,11 @@ __global__ void __launch_bounds__(kDecWarps * kWarpThreads) rans_decode_kernel(D
         }
       }
       const std::uint32_t s = lo - 1;
-      slots[j] = body::slot_entry(s, table[s] & 0xFFFFu, j - (table[s] >> 16));
+      if (wide) {
+        wide_slots[j] = body::wide_slot_entry(s, table[s] & 0xFFFFu, j - (table[s] >> 16));
+      } else {
+        slots[j] = body::slot_entry(s, table[s] & 0xFFFFu, j - (table[s] >> 16));
+      }
     }
     __syncthreads();
     const std::uint32_t c = (u - prefix[i]) * kDecWarps + static_cast<std::uint32_t>(warp);
@@ -512,9 +522,12 @@ __global__ void __launch_bounds__(kDecWarps * kWarpThreads) rans_decode_kernel(D
           in + a.offsets[i * a.max_chunks] - rans::kDirEntryBytes * std::size_t{info.chunk_count};
       const body::Entry entry = body::read_entry(dir, c);
       auto* out = static_cast<std::uint8_t*>(a.out_ptrs[i]) + static_cast<std::size_t>(c) * info.chunk_size;
-      const Error e = body::decode_chunk(simt::Warp{}, in + a.offsets[i * a.max_chunks + c], entry.lanes,
-                                         entry.state_bytes, entry.words, body::chunk_length(h, c), info.scale_bits,
-                                         slots, out, rings[warp]);
+      const std::uint8_t* payload = in + a.offsets[i * a.max_chunks + c];
+      const std::uint32_t n = body::chunk_length(h, c);
+      const Error e = wide ? body::decode_chunk(simt::Warp{}, payload, entry.lanes, entry.state_bytes, entry.words, n,
+                                                info.scale_bits, wide_slots, out, rings[warp])
+                           : body::decode_chunk(simt::Warp{}, payload, entry.lanes, entry.state_bytes, entry.words, n,
+                                                info.scale_bits, slots, out, rings[warp]);
       if (lane_id() == 0) a.chunk_errors[i * a.max_chunks + c] = static_cast<std::int32_t>(e);
     }
     __syncthreads();
