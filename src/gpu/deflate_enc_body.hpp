@@ -20,13 +20,14 @@
 //     at most 258 and at least 3), and the segment's literal/length and
 //     distance histograms. Each segment's tokens cover its own bytes, so a
 //     segment's trailing literals are its own, not carried into the next.
-//  3. plan (a thread block per item): the item's histograms summed,
-//     length-limited Huffman codes built (huffman_encode.hpp, the sort of
-//     the symbols spread over the block), the dynamic block's header
-//     written, and the exact size of a dynamic, a fixed and a stored coding
-//     compared; the smallest is the item's mode. Each segment's bits are its
-//     histogram times the code's lengths, so the block also places every
-//     segment's bits after the header and the segments before it.
+//  3. plan (a warp per item): the item's histograms summed, the used
+//     symbols sorted by the lanes together, length-limited Huffman codes
+//     built by one lane in shared memory (huffman_encode.hpp), the dynamic
+//     block's header written, and the exact size of a dynamic, a fixed and
+//     a stored coding compared; the smallest is the item's mode. Each
+//     segment's bits are its histogram times the code's lengths, so the
+//     warp also places every segment's bits after the header and the
+//     segments before it (no pass over the tokens, no scan over segments).
 //  4. pack (a warp per segment): 32 tokens at a time, each lane a token's
 //     codes, a warp prefix sum for their bit offsets, OR-ed into a staging
 //     area in shared memory; the words completed go out as plain stores,
@@ -71,6 +72,12 @@ inline constexpr std::uint32_t kMaxStoredBlock = 65535;
 //   tables (lz4k's shape): 24,863,943 bytes (1.075x), 29.4 GB/s
 //   device-resident on the H100 (256 KiB chunks: 24,427,777, 29.8 GB/s;
 //   16 KiB: 26,898,349, 16.9 GB/s)
+// Other shapes of lz4k's finder, measured in the emulation only (they would
+// change the LZ4 encoder's output, or need it to take them as parameters):
+// every position primed 24,679,449 (1.067x; the prime step hashes 3 times
+// as many); 2^13-entry tables 24,550,515 (1.062x; half the find warps
+// resident); both 24,279,662 (1.050x). Turning 4-byte matches more than 16
+// KiB back into literals made the output larger (24,870,014).
 // The hash-chain finder before it (a thread per 4 KiB segment, chains of
 // depth 16 in global memory, lazy matching) wrote 22,017,913 bytes at
 // 0.84 GB/s.
@@ -355,7 +362,7 @@ struct PlanScratch {
 // The item's coding for an item of n bytes whose histogram (summed over its
 // segments, the end-of-block symbol counted once) is hist[kHistSize];
 // lit_sym and dist_sym: the used literal/length and distance symbols sorted
-// as symbol_rank places them; x: scratch.
+// by (frequency, symbol), as sort_symbols leaves them; x: scratch.
 TANDEM_HD void plan_item(std::uint32_t n, const std::uint32_t* hist, const std::uint16_t* lit_sym,
                          const std::uint16_t* dist_sym, PlanScratch& x, Plan* plan) {
   const std::uint64_t stored = max_compressed_size(n);
@@ -468,10 +475,10 @@ static_assert(sizeof(Plan) % sizeof(std::uint32_t) == 0, "a plan is copied a wor
 // Pass 3 for an item of n bytes cut into `segments` segments whose
 // histograms are seg_hists[s * kHistSize, ...): the item's plan, and in
 // seg_at[s] where segment s's bits start (after the header and the segments
-// before it). The block sums the histograms a symbol a thread, sorts the
-// used symbols by their ranks, and sizes the segments a segment a thread;
-// one thread builds the codes and the header, and adds up the segments'
-// places.
+// before it). The block sums the histograms a symbol a thread, a warp sorts
+// the used symbols (sort_symbols), the block sizes the segments a segment a
+// thread; one thread builds the codes and the header, and adds up the
+// segments' places.
 template <int W>
 TANDEM_HD void plan_item_block(const simt::Block<W>& b, PlanShared& sh, std::uint32_t n, const std::uint32_t* seg_hists,
                                std::uint32_t segments, Plan* plan, std::uint64_t* seg_at) {
@@ -484,16 +491,10 @@ TANDEM_HD void plan_item_block(const simt::Block<W>& b, PlanShared& sh, std::uin
     }
   });
   b.sync();
-  simt::block_threads(b, [&](std::uint32_t t) {
-    for (std::uint32_t k = t; k < static_cast<std::uint32_t>(kHistSize); k += kThreads) {
-      if (sh.hist[k] == 0) continue;
-      if (k < static_cast<std::uint32_t>(kLitLenSymbols)) {
-        sh.lit_sym[symbol_rank(sh.hist, kLitLenSymbols, static_cast<int>(k))] = static_cast<std::uint16_t>(k);
-      } else {
-        const int s = static_cast<int>(k) - kLitLenSymbols;
-        sh.dist_sym[symbol_rank(sh.hist + kLitLenSymbols, kDistSymbols, s)] = static_cast<std::uint16_t>(s);
-      }
-    }
+  b.warps([&](const Warp& w, int warp) {
+    if (warp != 0) return;
+    sort_symbols<(kLitLenSymbols + simt::kWarpSize - 1) / simt::kWarpSize>(w, sh.hist, kLitLenSymbols, sh.lit_sym);
+    sort_symbols<1>(w, sh.hist + kLitLenSymbols, kDistSymbols, sh.dist_sym);
   });
   b.sync();
   simt::block_threads(b, [&](std::uint32_t t) {

@@ -42,9 +42,9 @@ inline std::size_t deflate_max_compressed_size(std::size_t input_size) {
 }
 
 // Temporary device storage that deflate_compress_async needs for `num_items`
-// items of at most `max_item_size` bytes: about 9 bytes per byte of
+// items of at most `max_item_size` bytes: about 8.2 bytes per byte of
 // num_items * max_item_size (each segment's match records, prime table,
-// tokens and histograms, the packed bits; about 580 KiB for a 64 KiB item),
+// tokens and histograms, the packed bits; 524 KiB for a 64 KiB item),
 // so give the real largest item. invalid_argument when max_item_size is over
 // kMaxDeflateItem or the size does not fit a size_t.
 Status deflate_compress_temp_size(std::size_t num_items, std::size_t max_item_size, std::size_t* temp_bytes);

@@ -31,13 +31,47 @@ inline constexpr int kMaxCodeLengthCL = 7;   // the code-length code
 
 // Where symbol s (freq[s] != 0) comes among the used symbols of freq[0, n)
 // sorted by (frequency, symbol), ascending. Each symbol's rank depends on
-// the frequencies alone, so the threads of a block can place one symbol
-// each (sym[symbol_rank(freq, n, s)] = s).
+// the frequencies alone, so the lanes of a warp can place the symbols
+// independently (sym[symbol_rank(freq, n, s)] = s).
 TANDEM_HD int symbol_rank(const std::uint32_t* freq, int n, int s) {
   int rank = 0;
   const std::uint32_t f = freq[s];
   for (int t = 0; t < n; ++t) rank += freq[t] != 0 && (freq[t] < f || (freq[t] == f && t < s)) ? 1 : 0;
   return rank;
+}
+
+// The used symbols of freq[0, n) (n <= 32 * PerLane) into sym in that order,
+// by the warp: lane l ranks symbols l, l + 32, ... at once, each as the key
+// frequency << 9 | symbol held in a register, against every used symbol's
+// key read once (the same word for every lane). Returns how many are used.
+template <int PerLane>
+TANDEM_HD int sort_symbols(const simt::Warp& w, const std::uint32_t* freq, int n, std::uint16_t* sym) {
+  constexpr std::uint64_t kNone = ~std::uint64_t{0};
+  const simt::Lanes<std::uint32_t> used = w.map([&](int l) {
+    std::uint64_t key[PerLane];
+    std::uint32_t rank[PerLane];
+    std::uint32_t mine = 0;
+    TANDEM_UNROLL
+    for (int j = 0; j < PerLane; ++j) {
+      const int s = l + simt::kWarpSize * j;
+      key[j] = s < n && freq[s] != 0 ? std::uint64_t{freq[s]} << 9 | static_cast<std::uint64_t>(s) : kNone;
+      rank[j] = 0;
+      mine += key[j] != kNone ? 1u : 0u;
+    }
+    for (int u = 0; u < n; ++u) {
+      const std::uint32_t f = freq[u];
+      if (f == 0) continue;
+      const std::uint64_t k = std::uint64_t{f} << 9 | static_cast<std::uint64_t>(u);
+      TANDEM_UNROLL
+      for (int j = 0; j < PerLane; ++j) rank[j] += k < key[j] ? 1u : 0u;
+    }
+    TANDEM_UNROLL
+    for (int j = 0; j < PerLane; ++j) {
+      if (key[j] != kNone) sym[rank[j]] = static_cast<std::uint16_t>(l + simt::kWarpSize * j);
+    }
+    return mine;
+  });
+  return static_cast<int>(w.sum(used));
 }
 
 // The arrays a code's construction works in. On the device they belong in

@@ -313,21 +313,23 @@ TEST(HuffmanEncode, SkewedAndRandomHistograms) {
   }
 }
 
-// The plan block sorts the symbols by their ranks, a thread each: the same
-// order, and so the same lengths, as the insertion sort.
+// The plan block's warp sorts the symbols by their ranks, lanes apart: the
+// same order, and so the same lengths, as the insertion sort.
 TEST(HuffmanEncode, RanksSortLikeTheInsertionSort) {
   std::mt19937_64 rng(5);
   for (int round = 0; round < 200; ++round) {
     const int n = round % 2 == 0 ? 30 : 286;
     std::vector<std::uint32_t> freq(static_cast<std::size_t>(n));
     for (auto& f : freq) f = rng() % 3 == 0 ? 0 : static_cast<std::uint32_t>(rng() % 8);  // many ties
-    std::vector<std::uint16_t> sorted(static_cast<std::size_t>(n), 0xffff);
+    std::vector<std::uint16_t> sorted(static_cast<std::size_t>(n), 0xffff), by_warp(static_cast<std::size_t>(n), 0xffff);
     int m = 0;
     for (int s = 0; s < n; ++s) {
       if (freq[s] == 0) continue;
       ++m;
       sorted[static_cast<std::size_t>(enc::symbol_rank(freq.data(), n, s))] = static_cast<std::uint16_t>(s);
     }
+    ASSERT_EQ(enc::sort_symbols<9>(gpu::simt::Warp{}, freq.data(), n, by_warp.data()), m);
+    ASSERT_EQ(by_warp, sorted);
     for (int i = 0; i + 1 < m; ++i) {
       const auto a = sorted[i], b = sorted[i + 1];
       ASSERT_TRUE(freq[a] < freq[b] || (freq[a] == freq[b] && a < b)) << i;
