@@ -85,7 +85,7 @@ Status encode(std::span<const std::uint8_t> in, const Params& params, std::span<
 
   std::vector<std::uint16_t> words(h.chunk_size);
   std::uint32_t states[kMaxLanes];
-  alignas(4) std::uint8_t ring[body::kRingBytes];
+  alignas(4) std::uint8_t ring[body::kEncRingBytes];
   for (std::uint32_t i = 0; i < h.chunk_count; ++i) {
     const std::uint32_t len = body::chunk_length(h, i);
     const std::uint32_t lanes = chunk_lanes(len, params.lanes);

@@ -434,12 +434,29 @@ inline constexpr std::uint32_t kRingBytes = 1024;
 inline constexpr std::uint32_t kRingHalf = kRingBytes / 2;
 inline constexpr std::uint32_t kRingLoads = kRingHalf / (4 * simt::kWarpSize);  // 4-byte loads per lane per half
 
+// Steps the chunk coders run as one unrolled group where every lane codes a
+// symbol: the ring's refill test, the loop's test and the address
+// arithmetic are paid once a group instead of once a step. A group takes at
+// most kUnroll * 32 words or bytes of the ring, within a half
+// (the refill arguments below need kUnroll * 32 <= kRingHalf / 2).
+inline constexpr std::uint32_t kUnroll = 4;
+static_assert(kUnroll * simt::kWarpSize * 2 <= kRingHalf, "a group's words fit half a ring");
+
+// The encoder's ring repeats its last kRingMirror bytes just below its
+// start, so that a lane reads a group's bytes (32 apart, going down) at
+// constant offsets from one address even where they wrap around the ring.
+// Its storage: kEncRingBytes, the ring proper at offset kRingMirror.
+inline constexpr std::uint32_t kRingMirror = kUnroll * simt::kWarpSize;
+inline constexpr std::uint32_t kEncRingBytes = kRingMirror + kRingBytes;
+
 TANDEM_HD std::uint32_t ring_align(const std::uint8_t* src) {
   return static_cast<std::uint32_t>(reinterpret_cast<std::uintptr_t>(src) & 3u);
 }
 
 // Puts the half at position p of the source src[0, len) (align =
-// ring_align(src)) into the ring; positions outside the source read as zero.
+// ring_align(src)) into the encoder's ring (ring: the ring proper, with
+// kRingMirror bytes of storage below it, which get their mirror copy);
+// positions outside the source read as zero.
 // Reads nothing outside src[0, len). The caller syncs the warp before (the
 // half's old bytes are read) and after (each lane writes its own words).
 TANDEM_HD void ring_fill(const Warp& w, const std::uint8_t* src, std::uint32_t len, std::uint32_t align,
@@ -462,7 +479,9 @@ TANDEM_HD void ring_fill(const Warp& w, const std::uint8_t* src, std::uint32_t l
     TANDEM_UNROLL
     for (std::uint32_t j = 0; j < kRingLoads; ++j) {
       const std::uint32_t q = p + 4 * (static_cast<std::uint32_t>(l) + simt::kWarpSize * j);
-      simt::store_aligned_u32(ring + (q & (kRingBytes - 1)), v[j]);
+      const std::uint32_t r = q & (kRingBytes - 1);
+      simt::store_aligned_u32(ring + r, v[j]);
+      if (r >= kRingBytes - kRingMirror) simt::store_aligned_u32(ring - (kRingBytes - r), v[j]);
     }
   });
 }
@@ -521,22 +540,15 @@ TANDEM_HD std::uint32_t raw_symbols(std::uint32_t count) {
   return count < rans::kRawSymbols ? count : rans::kRawSymbols;
 }
 
-// Steps the chunk coders run as one unrolled group where every lane codes a
-// symbol: the ring's refill test, the loop's test and the address
-// arithmetic are paid once a group instead of once a step. A group takes at
-// most kUnroll * 32 words or bytes of the ring, within a half
-// (the refill arguments below need kUnroll * 32 <= kRingHalf / 2).
-inline constexpr std::uint32_t kUnroll = 4;
-static_assert(kUnroll * simt::kWarpSize * 2 <= kRingHalf, "a group's words fit half a ring");
-
 // Encodes the chunk in[0, n) (n >= 1) with K lanes (1 <= K <= min(32, n)):
 // lane l's final state (>= 2^16) to states[l], the words to words_end[-W, 0). Returns
 // W (at most one word per coded symbol). table: encode entries of 256 symbols.
-// ring: kRingBytes, 4-aligned, the warp's own, for staging the chunk's bytes.
+// ring: kEncRingBytes, 4-aligned, the warp's own, for staging the chunk's bytes.
 TANDEM_HD std::uint32_t encode_chunk(const Warp& w, const std::uint8_t* in, std::uint32_t n, std::uint32_t K,
                                      std::uint32_t scale_bits, const EncSym* table, std::uint32_t* states,
-                                     std::uint16_t* words_end, std::uint8_t* ring) {
+                                     std::uint16_t* words_end, std::uint8_t* ring_storage) {
   (void)scale_bits;  // in the table's entries
+  std::uint8_t* const ring = ring_storage + kRingMirror;
   const Lanes<std::uint32_t> coded = w.map([&](int l) {
     const std::uint32_t c = lane_symbols(static_cast<std::uint32_t>(l), n, K);
     return c - raw_symbols(c);
@@ -579,15 +591,12 @@ TANDEM_HD std::uint32_t encode_chunk(const Warp& w, const std::uint8_t* in, std:
   };
   std::uint16_t* next = words_end;  // the last word written: words go down from words_end
   const Lanes<std::uint32_t> below = w.map([](int l) { return (1u << l) - 1u; });  // the lanes below l
-  // Step t. `checked`: some lanes may have no symbol at t (tested per lane);
-  // otherwise K = 32 and every lane codes one.
-  const auto step = [&](std::uint32_t t, auto checked) {
+  // Step t, lane l's symbol symbol_at(l). `checked`: some lanes may have no
+  // symbol at t (tested per lane); otherwise K = 32 and every lane codes one.
+  const auto step = [&](std::uint32_t t, auto checked, auto symbol_at) {
     constexpr bool kChecked = decltype(checked)::value;
     const auto active = [&](int l) { return !kChecked || t < coded[l]; };
-    const std::uint32_t kk = kChecked ? K : static_cast<std::uint32_t>(simt::kWarpSize);
-    const Lanes<EncSym> e = w.map([&](int l) {
-      return active(l) ? table[ring_byte(ring, align + static_cast<std::uint32_t>(l) + t * kk)] : EncSym{0, 0, 0, 0};
-    });
+    const Lanes<EncSym> e = w.map([&](int l) { return active(l) ? table[symbol_at(l)] : EncSym{0, 0, 0, 0}; });
     const Lanes<bool> emit = w.map([&](int l) { return active(l) && x[l] > e[l].emit; });
     const std::uint32_t mask = w.ballot(emit);
     const std::uint32_t count = static_cast<std::uint32_t>(simt::popcount(mask));
@@ -600,19 +609,29 @@ TANDEM_HD std::uint32_t encode_chunk(const Warp& w, const std::uint8_t* in, std:
       if (active(l)) x[l] = encode_step(x[l], e[l]);
     });
   };
+  const auto at_position = [&](std::uint32_t t) {
+    return [&, t](int l) { return ring_byte(ring, align + static_cast<std::uint32_t>(l) + t * K); };
+  };
   std::uint32_t t = steps;
   for (; t > full; --t) {
     refill_below(align + (t - 1) * K);
-    step(t - 1, std::true_type{});
+    step(t - 1, std::true_type{}, at_position(t - 1));
   }
   for (; t >= kUnroll; t -= kUnroll) {
     refill_below(align + (t - kUnroll) * K);
+    // Lane l's byte of step t - 1; those of the group's later steps lie 32,
+    // 64, ... bytes below it (the mirror covers a wrap).
+    const Lanes<const std::uint8_t*> top = w.map([&](int l) -> const std::uint8_t* {
+      return ring + ((align + static_cast<std::uint32_t>(l) + (t - 1) * simt::kWarpSize) & (kRingBytes - 1));
+    });
     TANDEM_UNROLL
-    for (std::uint32_t j = 1; j <= kUnroll; ++j) step(t - j, std::false_type{});
+    for (std::uint32_t j = 0; j < kUnroll; ++j) {
+      step(t - 1 - j, std::false_type{}, [&](int l) { return *(top[l] - j * simt::kWarpSize); });
+    }
   }
   for (; t > 0; --t) {
     refill_below(align + (t - 1) * K);
-    step(t - 1, std::false_type{});
+    step(t - 1, std::false_type{}, at_position(t - 1));
   }
   w.each([&](int l) {
     if (static_cast<std::uint32_t>(l) < K) states[l] = x[l];

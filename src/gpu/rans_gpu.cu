@@ -270,7 +270,7 @@ __global__ void __launch_bounds__(kItemThreads) rans_table_kernel(CompressArgs a
 
 __global__ void __launch_bounds__(kEncWarps * kWarpThreads) rans_encode_kernel(CompressArgs a) {
   __shared__ body::EncSym table[256];
-  __shared__ __align__(16) std::uint8_t rings[kEncWarps][body::kRingBytes];
+  __shared__ __align__(16) std::uint8_t rings[kEncWarps][body::kEncRingBytes];
   const std::uint32_t* prefix = a.chunk_units + a.n + 1;
   const std::uint32_t total = prefix[a.n];
   const int warp = static_cast<int>(threadIdx.x) / kWarpThreads;
