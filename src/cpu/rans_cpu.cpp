@@ -150,13 +150,16 @@ Status decode(std::span<const std::uint8_t> in, std::span<std::uint8_t> out, std
 
   // The slots in the layout the GPU decoder uses at this scale, so that
   // both of decode_chunk's forms run here too.
-  const auto decode_chunks = [&](auto entry_of) {
-    using Slot = decltype(entry_of(0u, 1u, 0u));
-    std::vector<Slot> slots(std::size_t{1} << h.scale_bits);
-    for (std::uint32_t s = 0, cum = 0; s < 256; ++s) {
-      for (std::uint32_t j = 0; j < freq[s]; ++j) slots[cum + j] = entry_of(s, freq[s], j);
-      cum += freq[s];
-    }
+  std::uint32_t fc[256];
+  for (std::uint32_t s = 0, cum = 0; s < 256; ++s) {
+    fc[s] = freq[s] | (cum << 16);
+    cum += freq[s];
+  }
+  const auto decode_chunks = [&](auto slot_kind) {
+    using Slot = decltype(slot_kind);
+    const std::uint32_t scale = 1u << h.scale_bits;
+    std::vector<Slot> slots(scale);
+    body::fill_slots(w, fc, 0, scale, slots.data());
     const std::uint8_t* dir = in.data() + body::directory_at(h);
     alignas(4) std::uint8_t ring[body::kRingBytes];
     for (std::uint32_t i = 0; i < h.chunk_count; ++i) {
@@ -168,7 +171,7 @@ Status decode(std::span<const std::uint8_t> in, std::span<std::uint8_t> out, std
     }
     return Error::ok;
   };
-  e = h.scale_bits <= body::kMaxWideScaleBits ? decode_chunks(body::wide_slot_entry) : decode_chunks(body::slot_entry);
+  e = h.scale_bits <= body::kMaxWideScaleBits ? decode_chunks(body::WideSlot{}) : decode_chunks(std::uint32_t{});
   if (e != Error::ok) return fail(e, error);
   *out_size = h.length;
   return {};

@@ -406,6 +406,42 @@ inline constexpr std::uint32_t kMaxWideScaleBits = 11;
 TANDEM_HD WideSlot wide_slot_entry(std::uint32_t symbol, std::uint32_t f, std::uint32_t offset) {
   return {f, symbol | (offset << 8)};
 }
+TANDEM_HD void set_slot(std::uint32_t* slot, std::uint32_t symbol, std::uint32_t f, std::uint32_t offset) {
+  *slot = slot_entry(symbol, f, offset);
+}
+TANDEM_HD void set_slot(WideSlot* slot, std::uint32_t symbol, std::uint32_t f, std::uint32_t offset) {
+  *slot = wide_slot_entry(symbol, f, offset);
+}
+
+// Fills slots [first, first + span) (span a multiple of 32) from fc, a
+// valid table's 256 entries f | cum << 16. Slot j belongs to the last
+// symbol whose cum is <= j (absent symbols share the next one's and are
+// passed over). The warp fills 32 slots at a time: each lane finds the
+// symbol of its first slot by a binary search, then walks up the symbols
+// as its slots go up by 32 (a step or two where a search takes eight). The
+// walk ends: j < 2^scale_bits, the last symbol's cum + f.
+template <class Slot>
+TANDEM_HD void fill_slots(const Warp& w, const std::uint32_t* fc, std::uint32_t first, std::uint32_t span, Slot* slots) {
+  w.each([&](int l) {
+    const std::uint32_t j0 = first + static_cast<std::uint32_t>(l);
+    std::uint32_t lo = 0, hi = kSymbols;  // the first symbol whose cum exceeds j0: in (lo, hi]
+    while (lo < hi) {
+      const std::uint32_t mid = (lo + hi) / 2;
+      if ((fc[mid] >> 16) <= j0) {
+        lo = mid + 1;
+      } else {
+        hi = mid;
+      }
+    }
+    std::uint32_t s = lo - 1;
+    std::uint32_t e = fc[s];
+    for (std::uint32_t j = j0; j < first + span; j += simt::kWarpSize) {
+      while (j >= (e >> 16) + (e & 0xFFFFu)) e = fc[++s];
+      set_slot(slots + j, s, e & 0xFFFFu, j - (e >> 16));
+    }
+  });
+}
+
 TANDEM_HD std::uint32_t slot_step(std::uint32_t e, std::uint32_t scale_bits, std::uint32_t* x) {
   *x = (((e >> 8) & 0xFFFu) + 1) * (*x >> scale_bits) + (e >> 20);
   return e;

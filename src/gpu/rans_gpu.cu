@@ -486,28 +486,17 @@ __global__ void __launch_bounds__(kDecWarps * kWarpThreads) rans_decode_kernel(D
     const ItemInfo info = a.info[i];
     for (int s = static_cast<int>(threadIdx.x); s < 256; s += kDecWarps * kWarpThreads) table[s] = a.tables[i * 256 + s];
     __syncthreads();
-    // Slot j belongs to the last symbol whose cumulative frequency is <= j
-    // (absent symbols share the next one's and are passed over).
+    // Each warp fills a quarter of the slots.
     const std::uint32_t scale = 1u << info.scale_bits;
     const bool wide = info.scale_bits <= body::kMaxWideScaleBits;  // the same in every thread
     auto* slots = reinterpret_cast<std::uint32_t*>(slot_mem);
     auto* wide_slots = reinterpret_cast<body::WideSlot*>(slot_mem);
-    for (std::uint32_t j = threadIdx.x; j < scale; j += kDecWarps * kWarpThreads) {
-      std::uint32_t lo = 0, hi = 256;  // first symbol whose cum exceeds j: in (lo, hi]
-      while (lo < hi) {
-        const std::uint32_t mid = (lo + hi) / 2;
-        if ((table[mid] >> 16) <= j) {
-          lo = mid + 1;
-        } else {
-          hi = mid;
-        }
-      }
-      const std::uint32_t s = lo - 1;
-      if (wide) {
-        wide_slots[j] = body::wide_slot_entry(s, table[s] & 0xFFFFu, j - (table[s] >> 16));
-      } else {
-        slots[j] = body::slot_entry(s, table[s] & 0xFFFFu, j - (table[s] >> 16));
-      }
+    static_assert((256 / kDecWarps) % kWarpThreads == 0, "every scale's slots split into rounds of 32 a warp");
+    const std::uint32_t span = scale / kDecWarps;
+    if (wide) {
+      body::fill_slots(simt::Warp{}, table, static_cast<std::uint32_t>(warp) * span, span, wide_slots);
+    } else {
+      body::fill_slots(simt::Warp{}, table, static_cast<std::uint32_t>(warp) * span, span, slots);
     }
     __syncthreads();
     const std::uint32_t c = (u - prefix[i]) * kDecWarps + static_cast<std::uint32_t>(warp);

@@ -138,6 +138,49 @@ TEST(RansBody, TableCodeRoundTrips) {
   }
 }
 
+// The decoders fill their slots by a search and a walk, a warp a quarter
+// on the GPU: the slots must be those of the definition (slot j to the
+// symbol whose range holds it), in both layouts, whatever the table's gaps.
+TEST(RansBody, SlotFillFollowsTheDefinition) {
+  std::mt19937 rng(13);
+  for (int round = 0; round < 200; ++round) {
+    const std::uint32_t scale = rans::kMinScaleBits + round % 5;
+    std::uint32_t counts[256] = {};
+    std::uint32_t total = 0;
+    const int present = round % 7 == 0 ? 1 : 1 + static_cast<int>(rng() % 256);
+    for (int i = 0; i < present; ++i) {
+      const std::uint32_t c = 1 + rng() % (1u << (rng() % 16));
+      counts[rng() % 256] += c;
+      total += c;
+    }
+    std::uint32_t freq[256], fc[256];
+    body::normalize(gpu::simt::Warp{}, counts, total, scale, freq);
+    for (std::uint32_t s = 0, cum = 0; s < 256; ++s) {
+      fc[s] = freq[s] | (cum << 16);
+      cum += freq[s];
+    }
+    const std::uint32_t M = 1u << scale;
+    std::vector<std::uint32_t> want(M);
+    for (std::uint32_t s = 0, cum = 0; s < 256; cum += freq[s], ++s) {
+      for (std::uint32_t j = 0; j < freq[s]; ++j) want[cum + j] = body::slot_entry(s, freq[s], j);
+    }
+    for (std::uint32_t parts : {1u, 4u}) {
+      std::vector<std::uint32_t> narrow(M, 0xDEADBEEFu);
+      std::vector<body::WideSlot> wide(M, body::WideSlot{0xDEADBEEFu, 0xDEADBEEFu});
+      for (std::uint32_t p = 0; p < parts; ++p) {
+        body::fill_slots(gpu::simt::Warp{}, fc, p * (M / parts), M / parts, narrow.data());
+        body::fill_slots(gpu::simt::Warp{}, fc, p * (M / parts), M / parts, wide.data());
+      }
+      for (std::uint32_t j = 0; j < M; ++j) {
+        ASSERT_EQ(narrow[j], want[j]) << "slot " << j << " scale " << scale;
+        const std::uint32_t s = want[j] & 0xFFu, f = ((want[j] >> 8) & 0xFFFu) + 1, off = want[j] >> 20;
+        ASSERT_EQ(wide[j].f, f) << "slot " << j;
+        ASSERT_EQ(wide[j].symbol_offset, s | (off << 8)) << "slot " << j;
+      }
+    }
+  }
+}
+
 // -------------------------------------------------------- round trips ----
 
 TEST(RansRoundTrip, ChunkSizesAndDataKinds) {
