@@ -523,211 +523,104 @@ TANDEM_HD void write_batch(const simt::Warp& w, const simt::Lanes<std::uint32_t>
   }
 }
 
-// A packed token (length | value << 16) that stands for the end-of-block
-// code (never a real token: a token's length is at least 1).
+// fast_token's answer for the end-of-block code (never a packed token: a
+// token's length is at least 1).
 inline constexpr std::uint32_t kEndOfBlock = 0xffff0000u;
 
-// The warp form's view of a block's bits: up to 128 held, so that each of 64
-// bit offsets sees a whole token (at most 48 bits) after it.
-struct WindowBits {
-  const std::uint8_t* in;
-  std::size_t size;
-  std::size_t pos;     // next byte to load
-  std::uint64_t lo;    // held bits [0, 64), lowest first
-  std::uint64_t hi;    // held bits [64, 128)
-  std::uint32_t avail;  // bits held; those above are zero
-
-  TANDEM_HD explicit WindowBits(const BitReader& br)
-      : in(br.in), size(br.size), pos(br.pos), lo(br.buf), hi(0), avail(br.avail) {}
-
-  // Adds v (below 2^n, n <= 32) above the held bits (avail + n <= 128).
-  TANDEM_HD void put(std::uint64_t v, std::uint32_t n) {
-    if (avail < 64) {
-      lo |= v << avail;
-      if (avail + n > 64) hi |= v >> (64 - avail);
-    } else {
-      hi |= v << (avail - 64);
-    }
-    avail += n;
+// The common token quickly: a code of the primary lookups, with all its bits
+// held, valid and fitting the output at `here`. Gives the token packed
+// (length | value << 16) or kEndOfBlock, having consumed it; or 0, with `br`
+// as it was, for the caller's next_token to decode with every check. The
+// checks are those of next_token and check_token, so both give the same
+// tokens.
+TANDEM_HD std::uint32_t fast_token(BitReader& br, const InflateTables& t, std::size_t here, std::size_t capacity) {
+  const BitReader start = br;
+  br.refill();
+  const std::uint32_t e = t.litlen.primary[br.buf & LitLenTable::kMask];
+  const std::uint32_t len = e >> 9;
+  const std::uint32_t sym = e & 0x1ffu;
+  if (e >= LitLenTable::kLong || len == 0 || len > br.avail) {
+    br = start;
+    return 0;
   }
-  // Holds more than 96 bits, or all that is left of the input.
-  TANDEM_HD void refill() {
-    while (avail <= 96 && size - pos >= 4) {
-#if defined(__CUDA_ARCH__)
-      if (size - pos > 512) simt::prefetch_l1(in + pos + 512);
-      const std::uint32_t word = simt::load_u32(in, static_cast<std::uint32_t>(size), static_cast<std::uint32_t>(pos));
-#else
-      const std::uint8_t* b = in + pos;
-      const std::uint32_t word = b[0] | (std::uint32_t{b[1]} << 8) | (std::uint32_t{b[2]} << 16) | (std::uint32_t{b[3]} << 24);
-#endif
-      put(word, 32);
-      pos += 4;
-    }
-    while (avail <= 120 && pos < size) put(in[pos++], 8);
-  }
-  TANDEM_HD void drop(std::uint32_t n) {  // n <= avail
-    if (n == 0) return;
-    if (n < 64) {
-      lo = (lo >> n) | (hi << (64 - n));
-      hi >>= n;
-    } else {
-      lo = n < 128 ? hi >> (n - 64) : 0;
-      hi = 0;
-    }
-    avail -= n;
-  }
-  // Bits [j, j + 64) (j < 64).
-  TANDEM_HD std::uint64_t view(std::uint32_t j) const { return j == 0 ? lo : (lo >> j) | (hi << (64 - j)); }
-  // The same position as a BitReader: the whole bytes held past its 64 bits
-  // go back to the input.
-  TANDEM_HD void to(BitReader& br) const {
-    std::uint32_t keep = avail;
-    std::size_t p = pos;
-    if (keep > 64) {
-      const std::uint32_t back = (keep - 64 + 7) / 8;
-      keep -= 8 * back;
-      p -= back;
-    }
-    br.buf = keep == 64 ? lo : (lo & ((std::uint64_t{1} << keep) - 1));
-    br.avail = keep;
-    br.restart_at(p);
-  }
-};
-
-// The token at the start of v (64 bits of which `room` are input; room may
-// be 0 or less): sets *packed and *nbits, its bits; *nbits = 0 where the
-// window path does not take it (an invalid code or symbol,
-// too few bits), for next_token to decode with every check.
-TANDEM_HD void window_token(const InflateTables& t, std::uint64_t v, std::int32_t room, std::uint32_t* packed,
-                            std::uint32_t* nbits) {
-  *packed = 0;
-  *nbits = 0;
-  // Codes longer than the primary lookups take the table's slower search
-  // here, in every lane at once, off the chain of tokens.
-  const Decoded d = t.litlen.decode(static_cast<std::uint32_t>(v));
-  const std::uint32_t len = d.length;
-  const std::uint32_t sym = d.symbol;
-  if (len == 0 || static_cast<std::int32_t>(len) > room) return;
   if (sym < 256) {
-    *packed = 1u | (sym << 16);
-    *nbits = len;
-    return;
+    if (here >= capacity) {
+      br = start;
+      return 0;
+    }
+    br.drop(len);
+    return 1u | (sym << 16);
   }
   if (sym == 256) {
-    *packed = kEndOfBlock;
-    *nbits = len;
-    return;
+    br.drop(len);
+    return kEndOfBlock;
   }
   const std::uint32_t li = sym - 257;
-  if (li >= 29) return;
   const std::uint32_t lx = length_extra(li);
-  const std::uint32_t length = length_base(li) + static_cast<std::uint32_t>((v >> len) & ((1u << lx) - 1));
-  const std::uint32_t at = len + lx;
-  const Decoded d2 = t.distance.decode(static_cast<std::uint32_t>(v >> at));
-  const std::uint32_t len2 = d2.length;
-  const std::uint32_t dsym = d2.symbol;
-  if (len2 == 0 || dsym >= 30) return;
-  const std::uint32_t dx = distance_extra(dsym);
-  const std::uint32_t distance =
-      distance_base(dsym) + static_cast<std::uint32_t>((v >> (at + len2)) & ((1u << dx) - 1));
-  const std::uint32_t bits = at + len2 + dx;
-  if (static_cast<std::int32_t>(bits) > room) return;
-  *packed = length | (distance << 16);
-  *nbits = bits;
+  if (li < 29 && len + lx <= br.avail) {
+    br.drop(len);
+    const std::uint32_t length = length_base(li) + br.peek(static_cast<int>(lx));
+    br.drop(lx);
+    br.refill();
+    const std::uint32_t e2 = t.distance.primary[br.buf & DistanceTable::kMask];
+    const std::uint32_t len2 = e2 >> 9;
+    const std::uint32_t dsym = e2 & 0x1ffu;
+    const std::uint32_t dx = distance_extra(dsym);
+    if (e2 < DistanceTable::kLong && len2 != 0 && dsym < 30 && len2 + dx <= br.avail) {
+      br.drop(len2);
+      const std::uint32_t distance = distance_base(dsym) + br.peek(static_cast<int>(dx));
+      br.drop(dx);
+      if (distance <= here && length <= capacity - here) return length | (distance << 16);
+    }
+  }
+  br = start;
+  return 0;
 }
 
-// The warp form's Huffman block, a batch of up to kBatchTokens tokens at a
-// time, each batch then written by the lanes together (write_batch).
-//
-// A token's codes follow one another, so one thread finds them one after
-// another, each lookup waiting on the last. Here each round the lanes
-// decode, at once, the token that would start at each of the next 64 bit
-// offsets (lane l: offsets l and l + 32); then the chain from offset 0 picks
-// out the real ones, a shuffle per token. A token the lanes cannot vouch for
-// (an error, too few bits, one that does not fit the output) is
-// decoded by next_token from its start with every check, as the thread form
-// decodes it: the same tokens, statuses and bytes. An error ends the batch
-// before the token that has it; the tokens before it are written.
+// The warp form's Huffman block: batches of up to kBatchTokens tokens, each
+// decoded by every lane alike and then written by the lanes together. An
+// error ends the batch before the token that has it; the tokens before it
+// are written, as the thread form writes them.
 TANDEM_HD InflateStatus warp_codes(BitReader& br, InflateTables& t, std::uint8_t* out, std::size_t capacity,
                                    std::size_t& at) {
   const simt::Warp w{};
-  WindowBits win(br);
   for (;;) {
     simt::Lanes<std::uint32_t> tok = w.map([](int) { return 0u; });
     std::uint32_t count = 0;
     std::uint32_t total = 0;
     InflateStatus s = InflateStatus::ok;
     bool end = false;
-    bool full = false;
-    // Records token k; full once the batch holds kBatchTokens, or a longest
-    // match more might overflow the stage.
-    const auto record = [&](std::uint32_t k) {
-      w.each([&](int l) {
-        if (l == static_cast<int>(count)) tok[l] = k;
-      });
-      ++count;
-      total += k & 0xffffu;
-      full = count == kBatchTokens || total + 258 > kStageBytes;
-    };
-    while (!full && !end) {
-      win.refill();
-      simt::Lanes<std::uint32_t> pa, na, pb, nb;
-      w.each([&](int l) {
-        const auto j = static_cast<std::uint32_t>(l);
-        const auto room = static_cast<std::int32_t>(win.avail) - l;
-        window_token(t, win.view(j), room, &pa[l], &na[l]);
-        window_token(t, win.view(j + 32), room - 32, &pb[l], &nb[l]);
-      });
-      std::uint32_t pos = 0;
-      bool slow = false;
-      while (pos < 64 && !full) {
-        const int src = static_cast<int>(pos & 31u);
-        const std::uint32_t ka = w.shfl(pa, src), ba = w.shfl(na, src);
-        const std::uint32_t kb = w.shfl(pb, src), bb = w.shfl(nb, src);
-        const std::uint32_t k = pos < 32 ? ka : kb;
-        const std::uint32_t bits = pos < 32 ? ba : bb;
-        if (bits == 0) {
-          slow = true;
-          break;
-        }
-        if (k == kEndOfBlock) {
-          pos += bits;
+    while (count < kBatchTokens && total + 258 <= kStageBytes) {
+      const std::size_t here = at + total;
+      std::uint32_t packed = fast_token(br, t, here, capacity);
+      if (packed == kEndOfBlock) {
+        end = true;
+        break;
+      }
+      if (packed == 0) {
+        // Anything the fast path does not take (a long code, too few bits
+        // left, an error), from the token's start, with every check.
+        Token k;
+        s = next_token(br, t, &k);
+        if (s != InflateStatus::ok) break;
+        if (k.length == 0) {
           end = true;
           break;
         }
-        const std::size_t here = at + total;
-        const std::uint32_t length = k & 0xffffu;
-        if (length == 1 ? here >= capacity : ((k >> 16) > here || length > capacity - here)) {
-          slow = true;
-          break;
-        }
-        record(k);
-        pos += bits;
-      }
-      win.drop(pos);
-      if (slow) {
-        win.to(br);
-        Token k;
-        s = next_token(br, t, &k);
-        if (s == InflateStatus::ok) {
-          if (k.length == 0) {
-            end = true;
-          } else {
-            s = check_token(k, at + total, capacity);
-            if (s == InflateStatus::ok) record(k.length | (k.value << 16));
-          }
-        }
+        s = check_token(k, here, capacity);
         if (s != InflateStatus::ok) break;
-        win = WindowBits(br);
+        packed = k.length | (k.value << 16);
       }
+      w.each([&](int l) {
+        if (l == static_cast<int>(count)) tok[l] = packed;
+      });
+      ++count;
+      total += packed & 0xffffu;
     }
     if (count > 0) write_batch(w, tok, total, out + at, t.stage);
     at += total;
-    if (s != InflateStatus::ok) return s;  // br stands where next_token found the error
-    if (end) {
-      win.to(br);
-      return InflateStatus::ok;
-    }
+    if (s != InflateStatus::ok) return s;
+    if (end) return InflateStatus::ok;
   }
 }
 
