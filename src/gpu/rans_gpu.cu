@@ -12,11 +12,14 @@
 //   encode     thread blocks over (item, group of kEncWarps chunks): the
 //              item's encoding table in shared memory, a warp per chunk
 //              coding into fixed-size scratch (states, words), its bytes
-//              staged through a shared-memory ring (rans_body.hpp)
+//              staged through a shared-memory ring (rans_body.hpp); an item
+//              of at most kEncWarps chunks (one group) then has its payloads
+//              copied to their place in the output by the same block
 //   place      a warp per item: a scan of the chunks' payload sizes gives
 //              their offsets; the directory, the stream's size, its error
 //   copy       thread blocks over the same groups: each chunk's states and
-//              words to their place in the output
+//              words to their place in the output, for the items of more
+//              than one group
 // Decompression:
 //   prepare    a warp per item: the whole stream checked (header, capacity,
 //              table, directory: rans_body.hpp's prepare_stream), payload
@@ -268,6 +271,47 @@ __global__ void __launch_bounds__(kItemThreads) rans_table_kernel(CompressArgs a
   if (lane_id() == 0) a.info[i] = info;
 }
 
+// Copies chunk slot's payload (its states packed, then its words; the
+// chunk holds len bytes) to out, the whole warp together.
+__device__ __forceinline__ void copy_payload(const CompressArgs& a, std::size_t slot, std::uint32_t len, std::uint8_t* out) {
+  const uint2 m = a.meta[slot];
+  const std::uint32_t lanes = m.x & 0xFFu, sb = m.x >> 8;
+  const std::uint32_t lane = static_cast<std::uint32_t>(lane_id());
+  // Each lane loads its state; the warp runs the packing in step, taking
+  // the states by shuffles (no load on its path), and lane 0 writes.
+  const std::uint32_t mine = lane < lanes ? a.states[slot * rans::kMaxLanes + lane] : 0u;
+  body::pack_states_with([&](std::uint32_t l) { return __shfl_sync(simt::kFullMask, mine, static_cast<int>(l)); },
+                         lanes, out, lane == 0);
+  // The words after them: kCopyBatch loads in flight per lane before their
+  // stores (byte stores may alias the words, so the compiler would not
+  // hoist the loads itself), 2-byte stores where the destination allows.
+  const std::uint16_t* words = a.words + slot * a.chunk_size + len - m.y;
+  std::uint8_t* dst = out + sb;
+  const bool even = (reinterpret_cast<std::uintptr_t>(dst) & 1u) == 0;
+  for (std::uint32_t k0 = 0; k0 < m.y; k0 += kWarpThreads * kCopyBatch) {
+    std::uint16_t v[kCopyBatch];
+#pragma unroll
+    for (int j = 0; j < kCopyBatch; ++j) {
+      const std::uint32_t k = k0 + static_cast<std::uint32_t>(j) * kWarpThreads + lane;
+      v[j] = k < m.y ? words[k] : std::uint16_t{0};
+    }
+#pragma unroll
+    for (int j = 0; j < kCopyBatch; ++j) {
+      const std::uint32_t k = k0 + static_cast<std::uint32_t>(j) * kWarpThreads + lane;
+      if (k < m.y) {
+        if (even) {
+          *reinterpret_cast<std::uint16_t*>(dst + 2 * k) = v[j];
+        } else {
+          body::store_u16le(dst + 2 * k, v[j]);
+        }
+      }
+    }
+  }
+}
+
+// Items whose chunks the encode kernel placed itself (all in one unit).
+__device__ __forceinline__ bool placed_by_encoder(const ItemInfo& info) { return info.chunk_count <= kEncWarps; }
+
 __global__ void __launch_bounds__(kEncWarps * kWarpThreads) rans_encode_kernel(CompressArgs a) {
   __shared__ body::EncSym table[256];
   __shared__ __align__(16) std::uint8_t rings[kEncWarps][body::kEncRingBytes];
@@ -296,6 +340,31 @@ __global__ void __launch_bounds__(kEncWarps * kWarpThreads) rans_encode_kernel(C
       if (lane_id() == 0) a.meta[slot] = make_uint2(lanes | (sb << 8), count);
     }
     __syncthreads();
+    // An item whose chunks are all in this unit (up to kEncWarps chunks: a
+    // 64 KiB item of 16 KiB chunks) gets its payloads copied here, from
+    // words just written (in L2), while other blocks keep the SMs coding,
+    // instead of in a pass of the copy kernel of its own. Each warp finds
+    // its chunk's offset from the sizes of the chunks before it, as the
+    // place kernel does after this kernel (which also writes the directory
+    // and the status; an item that does not fit the output is not copied).
+    // (The item's facts are loaded again rather than kept in registers
+    // through the coding loop, whose registers set the kernel's occupancy.)
+    const std::size_t item = item_of_unit(prefix, a.n, u);
+    const ItemInfo now = a.info[item];  // after the barrier: loaded again
+    const std::uint32_t mine = (u - prefix[item]) * kEncWarps + static_cast<std::uint32_t>(warp);
+    if (now.error == static_cast<std::int32_t>(Error::ok) && placed_by_encoder(now) && mine < now.chunk_count) {
+      std::uint64_t at = now.head, end = now.head;
+      for (std::uint32_t k = 0; k < now.chunk_count; ++k) {
+        const uint2 m = a.meta[item * a.max_chunks + k];
+        const std::uint32_t size = (m.x >> 8) + 2 * m.y;
+        if (k < mine) at += size;
+        end += size;
+      }
+      if (end <= capacity_of(a, item)) {
+        const std::uint32_t len = mine + 1 < now.chunk_count ? a.chunk_size : now.length - mine * a.chunk_size;
+        copy_payload(a, item * a.max_chunks + mine, len, static_cast<std::uint8_t*>(a.out_ptrs[item]) + at);
+      }
+    }
   }
 }
 
@@ -338,43 +407,10 @@ __global__ void __launch_bounds__(kEncWarps * kWarpThreads) rans_copy_kernel(Com
     const std::size_t i = item_of_unit(prefix, a.n, u);
     const ItemInfo info = a.info[i];
     const std::uint32_t c = (u - prefix[i]) * kEncWarps + static_cast<std::uint32_t>(warp);
-    if (info.error != static_cast<std::int32_t>(Error::ok) || c >= info.chunk_count) continue;
+    if (info.error != static_cast<std::int32_t>(Error::ok) || c >= info.chunk_count || placed_by_encoder(info)) continue;
     const std::size_t slot = i * a.max_chunks + c;
-    const uint2 m = a.meta[slot];
     const std::uint32_t len = c + 1 < info.chunk_count ? a.chunk_size : info.length - c * a.chunk_size;
-    std::uint8_t* out = static_cast<std::uint8_t*>(a.out_ptrs[i]) + a.offsets[slot];
-    const std::uint32_t lanes = m.x & 0xFFu, sb = m.x >> 8;
-    const std::uint32_t lane = static_cast<std::uint32_t>(lane_id());
-    // Each lane loads its state; the warp runs the packing in step, taking
-    // the states by shuffles (no load on its path), and lane 0 writes.
-    const std::uint32_t mine = lane < lanes ? a.states[slot * rans::kMaxLanes + lane] : 0u;
-    body::pack_states_with([&](std::uint32_t l) { return __shfl_sync(simt::kFullMask, mine, static_cast<int>(l)); },
-                           lanes, out, lane == 0);
-    // The words after them: kCopyBatch loads in flight per lane before their
-    // stores (byte stores may alias the words, so the compiler would not
-    // hoist the loads itself), 2-byte stores where the destination allows.
-    const std::uint16_t* words = a.words + slot * a.chunk_size + len - m.y;
-    std::uint8_t* dst = out + sb;
-    const bool even = (reinterpret_cast<std::uintptr_t>(dst) & 1u) == 0;
-    for (std::uint32_t k0 = 0; k0 < m.y; k0 += kWarpThreads * kCopyBatch) {
-      std::uint16_t v[kCopyBatch];
-#pragma unroll
-      for (int j = 0; j < kCopyBatch; ++j) {
-        const std::uint32_t k = k0 + static_cast<std::uint32_t>(j) * kWarpThreads + lane;
-        v[j] = k < m.y ? words[k] : std::uint16_t{0};
-      }
-#pragma unroll
-      for (int j = 0; j < kCopyBatch; ++j) {
-        const std::uint32_t k = k0 + static_cast<std::uint32_t>(j) * kWarpThreads + lane;
-        if (k < m.y) {
-          if (even) {
-            *reinterpret_cast<std::uint16_t*>(dst + 2 * k) = v[j];
-          } else {
-            body::store_u16le(dst + 2 * k, v[j]);
-          }
-        }
-      }
-    }
+    copy_payload(a, slot, len, static_cast<std::uint8_t*>(a.out_ptrs[i]) + a.offsets[slot]);
   }
 }
 
