@@ -475,7 +475,7 @@ inline constexpr std::uint32_t kRingLoads = kRingHalf / (4 * simt::kWarpSize);  
 // arithmetic are paid once a group instead of once a step. A group takes at
 // most kUnroll * 32 words or bytes of the ring, within a half
 // (the refill arguments below need kUnroll * 32 <= kRingHalf / 2).
-inline constexpr std::uint32_t kUnroll = 4;
+inline constexpr std::uint32_t kUnroll = 8;
 static_assert(kUnroll * simt::kWarpSize * 2 <= kRingHalf, "a group's words fit half a ring");
 
 // The encoder's ring repeats its last kRingMirror bytes just below its
