@@ -301,16 +301,57 @@ TANDEM_HD void normalize(const Warp& w, const std::uint32_t* counts, std::uint32
     });
     w.sync();
   }
-  // Only symbols rounded up to 1 and rounding push the sum over, so this
-  // runs at most a few hundred times; there is always a frequency above 1
-  // to take from (256 symbols of 1 fit any scale).
-  while (sum > scale) {
-    const int s = argmax(freq);
+  // Taking 1 at a time from the largest frequency (the lowest of equals)
+  // flattens the top. With D(L) = the sum of max(0, f - L), the first D(L)
+  // decrements bring every frequency above L down to L without touching
+  // those at L or below; the next ones take 1 from each symbol at L in
+  // increasing order. So with L the lowest level where D(L) <= excess and
+  // r = excess - D(L) (fewer than the symbols at L, since D(L - 1) >
+  // excess), the result is: f = min(f, L), then 1 less for the r lowest
+  // symbols that were at L or above. A binary search for L (13 rounds of a
+  // warp sum) replaces up to a few hundred rounds of a warp argmax. L >= 1:
+  // D(1) = sum - (present symbols) >= sum - scale, as 256 symbols of 1 fit
+  // any scale, so no frequency reaches 0.
+  if (sum > scale) {
+    const std::uint32_t excess = sum - scale;
+    const auto above = [&](std::uint32_t level) {
+      return w.sum(w.map([&](int l) {
+        std::uint32_t d = 0;
+        for (int j = 0; j < kSymbolsPerLane; ++j) {
+          const std::uint32_t f = freq[l * kSymbolsPerLane + j];
+          d += f > level ? f - level : 0u;
+        }
+        return d;
+      }));
+    };
+    std::uint32_t lo = 1, hi = scale;  // above(hi) = 0 <= excess; the level is in [lo, hi]
+    while (lo < hi) {
+      const std::uint32_t mid = (lo + hi) / 2;
+      if (above(mid) <= excess) {
+        hi = mid;
+      } else {
+        lo = mid + 1;
+      }
+    }
+    const std::uint32_t level = lo;
+    const std::uint32_t rest = excess - above(level);
+    const Lanes<std::uint32_t> at_level = w.map([&](int l) {
+      std::uint32_t c = 0;
+      for (int j = 0; j < kSymbolsPerLane; ++j) c += freq[l * kSymbolsPerLane + j] >= level ? 1u : 0u;
+      return c;
+    });
+    const Lanes<std::uint32_t> before = w.exclusive_sum(at_level);
     w.each([&](int l) {
-      if (l == s / kSymbolsPerLane) freq[s] -= 1;
+      std::uint32_t rank = before[l];
+      for (int j = 0; j < kSymbolsPerLane; ++j) {
+        std::uint32_t& f = freq[l * kSymbolsPerLane + j];
+        if (f >= level) {
+          f = rank < rest ? level - 1 : level;
+          ++rank;
+        }
+      }
     });
     w.sync();
-    --sum;
   }
 }
 

@@ -114,6 +114,61 @@ TEST(RansBody, NormalizedFrequenciesSumToTheScale) {
   }
 }
 
+// The format's frequency rule, step by step as docs/formats/rans.md states
+// it: the body computes the excess's part in one go, which must give the
+// same frequencies (they fix the stream's bytes).
+void format_frequencies(const std::uint32_t* counts, std::uint32_t total, std::uint32_t scale_bits,
+                        std::uint32_t* freq) {
+  const std::uint32_t M = 1u << scale_bits;
+  std::uint32_t sum = 0;
+  for (int s = 0; s < 256; ++s) {
+    freq[s] = 0;
+    if (counts[s]) {
+      freq[s] = static_cast<std::uint32_t>((std::uint64_t{counts[s]} * M + total / 2) / total);
+      if (freq[s] == 0) freq[s] = 1;
+    }
+    sum += freq[s];
+  }
+  if (sum < M) {
+    int top = 0;
+    for (int s = 1; s < 256; ++s) top = counts[s] > counts[top] ? s : top;
+    freq[top] += M - sum;
+  }
+  for (; sum > M; --sum) {
+    int top = 0;
+    for (int s = 1; s < 256; ++s) top = freq[s] > freq[top] ? s : top;
+    freq[top] -= 1;
+  }
+}
+
+TEST(RansBody, NormalizationFollowsTheFormat) {
+  std::mt19937 rng(17);
+  for (int round = 0; round < 3000; ++round) {
+    std::uint32_t counts[256] = {};
+    std::uint32_t total = 0;
+    const int kind = round % 5;
+    for (int s = 0; s < 256; ++s) {
+      std::uint32_t c = 0;
+      switch (kind) {
+        case 0: c = rng() % 8 == 0 ? rng() % 100000 : 0; break;                   // sparse
+        case 1: c = s < 4 ? 20000 + rng() % 50000 : (rng() % 2 ? 1 + rng() % 20 : 0); break;  // a few large, many rare
+        case 2: c = rng() % 3 == 0 ? 1 : 0; break;                                // singletons
+        case 3: c = 1 + rng() % (1u << (rng() % 14)); break;                      // all present, any size
+        case 4: c = s % 16 == 0 ? 5000 : (rng() % 4 == 0 ? 1 : 0); break;        // ties at the top
+      }
+      counts[s] = c;
+      total += c;
+    }
+    if (total == 0) continue;
+    for (std::uint32_t scale = rans::kMinScaleBits; scale <= rans::kMaxScaleBits; ++scale) {
+      std::uint32_t got[256], want[256];
+      body::normalize(gpu::simt::Warp{}, counts, total, scale, got);
+      format_frequencies(counts, total, scale, want);
+      for (int s = 0; s < 256; ++s) ASSERT_EQ(got[s], want[s]) << "round " << round << " scale " << scale << " symbol " << s;
+    }
+  }
+}
+
 TEST(RansBody, TableCodeRoundTrips) {
   std::mt19937 rng(5);
   for (int round = 0; round < 300; ++round) {
