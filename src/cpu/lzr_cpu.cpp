@@ -207,6 +207,7 @@ Status decode(std::span<const std::uint8_t> in, std::span<std::uint8_t> out, std
   decoded[kLiterals].resize(block_size);
   for (std::uint32_t k = 1; k < kStreams; ++k) decoded[k].resize(short_stream_capacity(block_size));
   const Warp w;
+  body::RebuildStage stage;
   std::uint64_t at = kFrameHeaderBytes + std::uint64_t{h.block_count} * kDirEntryBytes;
   for (std::uint32_t i = 0; i < h.block_count; ++i) {
     const std::uint32_t n = body::block_length(h, i);
@@ -235,7 +236,8 @@ Status decode(std::span<const std::uint8_t> in, std::span<std::uint8_t> out, std
       if (e != Error::ok) return fail(e, error);
       streams.length[k] = static_cast<std::uint32_t>(length);
     }
-    e = body::reconstruct_block(w, streams, lay.seqs, out.data() + (static_cast<std::size_t>(i) << h.block_log), n);
+    e = body::reconstruct_block(w, streams, lay.seqs, out.data() + (static_cast<std::size_t>(i) << h.block_log), n,
+                                &stage);
     if (e != Error::ok) return fail(e, error);
   }
   *out_size = static_cast<std::size_t>(h.length);

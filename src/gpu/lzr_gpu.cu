@@ -479,6 +479,7 @@ __global__ void __launch_bounds__(256) lzr_blocks_kernel(DecompressArgs a) {
 }
 
 __global__ void __launch_bounds__(kItemThreads) lzr_rebuild_kernel(DecompressArgs a) {
+  __shared__ body::RebuildStage stages[kItemWarps];
   const std::size_t b = warp_index();
   if (b >= a.blocks) return;
   const std::size_t item = b / a.per_item;
@@ -500,7 +501,7 @@ __global__ void __launch_bounds__(kItemThreads) lzr_rebuild_kernel(DecompressArg
   }
   if (e == Error::ok) {
     auto* out = static_cast<std::uint8_t*>(a.out_ptrs[item]) + (std::size_t{i} << it.block_log);
-    e = body::reconstruct_block(simt::Warp{}, streams, info.layout.seqs, out, info.n);
+    e = body::reconstruct_block(simt::Warp{}, streams, info.layout.seqs, out, info.n, &stages[threadIdx.x / 32]);
   }
   if (lane_id() == 0) info.error = static_cast<std::int32_t>(e);
 }
