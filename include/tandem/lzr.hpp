@@ -96,7 +96,7 @@ Status decode(std::span<const std::uint8_t> in, std::vector<std::uint8_t>* out,
 namespace tandem::gpu {
 
 // Temporary device storage that lzr_compress_async needs for num_items
-// items of at most max_item_size bytes (about 20 bytes per byte of
+// items of at most max_item_size bytes (about 19 bytes per byte of
 // num_items * max_item_size: the matches, the streams, their rANS codings).
 // invalid_argument for bad parameters or max_item_size over kMaxItemSize.
 Status lzr_compress_temp_size(std::size_t num_items, std::size_t max_item_size, const lzr::Params& params,
@@ -119,7 +119,7 @@ Status lzr_compress_async(const void* const* d_in_ptrs, const std::size_t* d_in_
                           lzr::Error* d_errors, Stream stream);
 
 // Temporary device storage that lzr_decompress_async needs for num_items
-// frames decoding to at most max_output_size bytes each (about 2.5 bytes per
+// frames decoding to at most max_output_size bytes each (about 3.3 bytes per
 // byte of num_items * max_output_size).
 Status lzr_decompress_temp_size(std::size_t num_items, std::size_t max_output_size, std::size_t* temp_bytes);
 
