@@ -857,6 +857,10 @@ TANDEM_HD Error decode_chunk(const Warp& w, const std::uint8_t* payload, std::ui
       step(t + j, std::false_type{}, [&](int l) { return o[l] + j * simt::kWarpSize; });
     }
   }
+  for (; t < full; ++t) {
+    refill_for(simt::kWarpSize);
+    step(t, std::false_type{}, [&](int l) { return out + (static_cast<std::uint32_t>(l) + t * simt::kWarpSize); });
+  }
   for (; t < steps; ++t) {
     refill_for(simt::kWarpSize);
     step(t, std::true_type{}, [&](int l) { return out + (static_cast<std::uint32_t>(l) + t * K); });
