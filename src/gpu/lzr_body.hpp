@@ -440,17 +440,6 @@ struct RebuildStage {
   std::uint8_t low[lzr::kOffsetClasses][kStageLow];
 };
 
-// One lane copies a match of len bytes, offset back, at out[dst]: 16 bytes
-// at a time from a distance that is a multiple of the offset and at least
-// 16 (a short offset repeats its last bytes, so any multiple of it reads the
-// same bytes), byte by byte until that distance is reached.
-TANDEM_HD void lane_match(std::uint8_t* out, std::uint32_t dst, std::uint32_t offset, std::uint32_t len) {
-  const std::uint32_t far = offset >= 16 ? offset : offset * ((16 + offset - 1) / offset);
-  std::uint32_t k = 0;
-  for (; k < len && k + offset < far; ++k) out[dst + k] = out[dst + k - offset];
-  for (; k < len; k += 16) simt::lane_copy<16>(out + dst + k, out + dst + k - far, len - k < 16 ? len - k : 16u);
-}
-
 // Checks 11-13: rebuilds the block of n bytes with `seqs` sequences from
 // its streams into out[0, n), 32 sequences at a time: each lane decodes its
 // sequence's codes and extension bytes, prefix sums place its literals and
@@ -603,7 +592,7 @@ TANDEM_HD Error reconstruct_block(const Warp& w, const StreamIn& s, std::uint32_
         return ((waiting >> l) & 1u) && (src + ml[l] <= lowest || src >= below[l]);
       }));
       w.each([&](int l) {
-        if ((ready >> l) & 1u) lane_match(out, dst[l], offset[l], ml[l]);
+        if ((ready >> l) & 1u) simt::lane_match(out, dst[l], offset[l], ml[l]);
       });
       w.sync();
       waiting &= ~ready;

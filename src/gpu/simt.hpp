@@ -522,4 +522,15 @@ TANDEM_HD void warp_copy_phased(const Warp& w, std::uint8_t* dst, const std::uin
   w.each([&](int l) { copy_phased_share(dst, src, len, static_cast<std::uint32_t>(l), kWarpSize); });
 }
 
+// One lane copies a match of len bytes, offset back, at out[dst]: 16 bytes
+// at a time from a distance that is a multiple of the offset and at least
+// 16 (a short offset repeats its last bytes, so any multiple of it reads the
+// same bytes), byte by byte until that distance is reached.
+TANDEM_HD void lane_match(std::uint8_t* out, std::uint32_t dst, std::uint32_t offset, std::uint32_t len) {
+  const std::uint32_t far = offset >= 16 ? offset : offset * ((16 + offset - 1) / offset);
+  std::uint32_t k = 0;
+  for (; k < len && k + offset < far; ++k) out[dst + k] = out[dst + k - offset];
+  for (; k < len; k += 16) simt::lane_copy<16>(out + dst + k, out + dst + k - far, len - k < 16 ? len - k : 16u);
+}
+
 }  // namespace tandem::gpu::simt
