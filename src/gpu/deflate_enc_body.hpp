@@ -456,6 +456,13 @@ TANDEM_HD std::uint64_t segment_bits(const Plan& plan, const std::uint32_t* seg_
   return coded_bits(seg_hist, plan.lit_len, plan.dist_len);
 }
 
+// Where a segment's codes start, as the encoder reports it: its place from
+// the plan (bits from the item's first byte; below 2^32 for items of at most
+// 16 MiB), 0 for a stored item.
+TANDEM_HD std::uint32_t segment_start(const Plan& plan, std::uint64_t seg_at) {
+  return plan.mode == Mode::stored ? 0u : static_cast<std::uint32_t>(seg_at);
+}
+
 // Warps of a plan block. Its long part is one thread's, so an item gets one
 // warp: more items fit the GPU at once.
 inline constexpr int kPlanWarps = 1;

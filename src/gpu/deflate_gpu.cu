@@ -99,6 +99,7 @@ struct Args {
   enc::Plan* plans;
   unsigned long long* next;  // the find kernel's counter (zeroed)
   std::uint32_t* words;      // zeroed
+  std::uint32_t* segment_starts;  // or null
 };
 
 // The item's bytes and size; size 0 and false for an item the call refuses
@@ -230,6 +231,12 @@ __global__ void __launch_bounds__(kItemThreads) deflate_finish_kernel(Args a) {
     if (a.statuses) a.statuses[i] = static_cast<ItemStatus>(status);
   }
   __syncthreads();
+  if (a.segment_starts) {
+    const std::uint32_t segments = valid ? static_cast<std::uint32_t>(lz4k::segment_count(n)) : 0u;
+    const bool coded = status == static_cast<int>(ItemStatus::ok);
+    for (std::uint32_t s = threadIdx.x; s < a.spi; s += blockDim.x)
+      a.segment_starts[i * a.spi + s] = coded && s < segments ? enc::segment_start(plan, a.seg_at[i * a.spi + s]) : 0u;
+  }
   const std::uint64_t total = out_bytes;
   if (plan.mode == enc::Mode::stored || total < 8) {
     for (std::uint64_t k = threadIdx.x; k < total; k += blockDim.x) out[k] = enc::output_byte(plan, in, n, words, k);
@@ -280,7 +287,7 @@ Status deflate_compress_temp_size(std::size_t num_items, std::size_t max_item_si
 Status deflate_compress_async(const void* const* d_in_ptrs, const std::size_t* d_in_sizes, std::size_t max_item_size,
                               std::size_t num_items, void* d_temp, std::size_t temp_bytes, void* const* d_out_ptrs,
                               const std::size_t* d_out_capacities, std::size_t* d_out_sizes, ItemStatus* d_statuses,
-                              Stream stream) {
+                              Stream stream, std::uint32_t* d_segment_starts) {
   if (num_items == 0) return {};
   if (!d_in_ptrs || !d_in_sizes || !d_out_ptrs || !d_out_sizes)
     return {StatusCode::invalid_argument, "null device array"};
@@ -311,6 +318,7 @@ Status deflate_compress_async(const void* const* d_in_ptrs, const std::size_t* d
   a.plans = reinterpret_cast<enc::Plan*>(t + l.plans);
   a.next = reinterpret_cast<unsigned long long*>(t + l.zeroed);
   a.words = reinterpret_cast<std::uint32_t*>(t + l.zeroed + kCounterBytes);
+  a.segment_starts = d_segment_starts;
   const auto s = static_cast<cudaStream_t>(stream);
 
   TANDEM_CUDA_CHECK(cudaMemsetAsync(t + l.zeroed, 0, l.zeroed_bytes, s), "cudaMemsetAsync");

@@ -41,6 +41,17 @@ inline std::size_t deflate_max_compressed_size(std::size_t input_size) {
   return input_size > kMaxDeflateItem ? 0 : deflate_enc::max_compressed_size(input_size);
 }
 
+// An item's Huffman block is coded in segments of kDeflateSegmentBytes input
+// bytes (the last: what is left); where each segment's bits start is what
+// the segmented GPU inflate takes (inflate_gpu.hpp's InflateSegments).
+inline constexpr std::uint32_t kDeflateSegmentBytes = deflate_enc::kSegmentSize;
+
+// Segments of an item of up to max_item_size bytes: the entries per item of
+// deflate_compress_async's d_segment_starts.
+inline std::size_t deflate_segments_per_item(std::size_t max_item_size) {
+  return deflate_enc::segment_count(max_item_size);
+}
+
 // Temporary device storage that deflate_compress_async needs for `num_items`
 // items of at most `max_item_size` bytes: about 8.2 bytes per byte of
 // num_items * max_item_size (each segment's match records, prime table,
@@ -60,14 +71,21 @@ Status deflate_compress_temp_size(std::size_t num_items, std::size_t max_item_si
 //   d_statuses               device array [num_items], or null: ok, invalid_item (null
 //                            pointer, item too large) or output_overflow (the chunk
 //                            does not fit its capacity; nothing is written)
+//   d_segment_starts         device array [num_items * deflate_segments_per_item(max_item_size)],
+//                            or null: item i's from i * deflate_segments_per_item(max_item_size) on,
+//                            the bit (from the item's first byte) where each of its segments'
+//                            codes start; all 0 for an item coded stored or refused
 Status deflate_compress_async(const void* const* d_in_ptrs, const std::size_t* d_in_sizes, std::size_t max_item_size,
                               std::size_t num_items, void* d_temp, std::size_t temp_bytes, void* const* d_out_ptrs,
                               const std::size_t* d_out_capacities, std::size_t* d_out_sizes, ItemStatus* d_statuses,
-                              Stream stream);
+                              Stream stream, std::uint32_t* d_segment_starts = nullptr);
 
 // The same encoder on the CPU, one item: replaces *out with the chunk's
-// deflate data (the bytes the GPU writes for it). invalid_argument when
-// n > kMaxDeflateItem or a buffer is null.
-Status deflate_compress_emulated(const std::uint8_t* in, std::size_t n, std::vector<std::uint8_t>* out);
+// deflate data (the bytes the GPU writes for it) and, when segment_starts is
+// not null, *segment_starts with its segments' starts (as d_segment_starts,
+// one per segment). invalid_argument when n > kMaxDeflateItem or a buffer is
+// null.
+Status deflate_compress_emulated(const std::uint8_t* in, std::size_t n, std::vector<std::uint8_t>* out,
+                                 std::vector<std::uint32_t>* segment_starts = nullptr);
 
 }  // namespace tandem::gpu

@@ -11,7 +11,8 @@ namespace tandem::gpu {
 
 namespace enc = deflate_enc;
 
-Status deflate_compress_emulated(const std::uint8_t* in, std::size_t n, std::vector<std::uint8_t>* out) {
+Status deflate_compress_emulated(const std::uint8_t* in, std::size_t n, std::vector<std::uint8_t>* out,
+                                 std::vector<std::uint32_t>* segment_starts) {
   if (out == nullptr || (in == nullptr && n != 0)) return {StatusCode::invalid_argument, "null buffer"};
   if (n > kMaxDeflateItem) return {StatusCode::invalid_argument, "item larger than kMaxDeflateItem"};
   const simt::Warp w;
@@ -61,6 +62,10 @@ Status deflate_compress_emulated(const std::uint8_t* in, std::size_t n, std::vec
   enc::finish_words(*plan, words.data());
   out->resize(plan->out_bytes);
   for (std::uint64_t k = 0; k < plan->out_bytes; ++k) (*out)[k] = enc::output_byte(*plan, in, size, words.data(), k);
+  if (segment_starts != nullptr) {
+    segment_starts->assign(segments, 0);
+    for (std::uint32_t s = 0; s < segments; ++s) (*segment_starts)[s] = enc::segment_start(*plan, seg_at[s]);
+  }
   return {};
 }
 

@@ -12,7 +12,8 @@ Status deflate_compress_temp_size(std::size_t, std::size_t, std::size_t*) {
 }
 
 Status deflate_compress_async(const void* const*, const std::size_t*, std::size_t, std::size_t, void*, std::size_t,
-                              void* const*, const std::size_t*, std::size_t*, ItemStatus*, Stream) {
+                              void* const*, const std::size_t*, std::size_t*, ItemStatus*, Stream,
+                              std::uint32_t*) {
   return kNoCuda;
 }
 

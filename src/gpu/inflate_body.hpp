@@ -87,6 +87,7 @@ struct InflateResult {
   InflateEnd end = InflateEnd::input_end;
   std::size_t out_size = 0;  // bytes written (on failure: those written before it)
   std::size_t in_used = 0;   // input bytes read, the last one perhaps in part
+  bool by_segments = false;  // the first block was decoded by segments (inflate_segmented)
 };
 
 // Bits come from the input least significant bit first. The buffer holds up
@@ -153,6 +154,20 @@ struct BitReader {
     load_ahead();
   }
   TANDEM_HD std::size_t bytes_used() const { return pos - (avail >> 3); }
+  // Bits consumed since in[0].
+  TANDEM_HD std::uint64_t bit_position() const { return 8 * static_cast<std::uint64_t>(pos) - avail; }
+  // Goes on reading at bit b of the input; false (nothing changed) when b
+  // lies past its end.
+  TANDEM_HD bool seek_bit(std::uint64_t b) {
+    if (b > 8 * static_cast<std::uint64_t>(size)) return false;
+    pos = static_cast<std::size_t>(b / 8);
+    buf = 0;
+    avail = 0;
+    load_ahead();
+    refill();
+    drop(static_cast<std::uint32_t>(b % 8));
+    return true;
+  }
 };
 
 // Length symbols 257..285 (index i = symbol - 257) and distance symbols
@@ -626,6 +641,10 @@ TANDEM_HD InflateStatus warp_codes(BitReader& br, InflateTables& t, std::uint8_t
 
 }  // namespace detail
 
+template <class Writer>
+TANDEM_HD InflateResult inflate_from(BitReader& br, std::size_t at, const std::uint8_t* in, std::size_t in_size,
+                                     std::uint8_t* out, std::size_t capacity, InflateTables& t, const Writer& w);
+
 // Inflates in[0 .. in_size) into out[0 .. capacity), with `t` as the tables'
 // storage. Stops after a final block, or, after a non-final block, when fewer
 // than 8 input bits remain (every deflate block needs at least 10 bits, so
@@ -639,7 +658,21 @@ TANDEM_HD InflateResult inflate_stream(const std::uint8_t* in, std::size_t in_si
     return r;
   }
   BitReader br(in, in_size);
-  std::size_t at = 0;
+  return inflate_from(br, 0, in, in_size, out, capacity, t, w);
+}
+
+// The one-thread form.
+TANDEM_HD InflateResult inflate_stream(const std::uint8_t* in, std::size_t in_size, std::uint8_t* out,
+                                       std::size_t capacity, InflateTables& t) {
+  return inflate_stream(in, in_size, out, capacity, t, ThreadWriter{});
+}
+
+// inflate_stream's blocks from where `br` stands, `at` bytes of output
+// already written (a block boundary of the same stream).
+template <class Writer>
+TANDEM_HD InflateResult inflate_from(BitReader& br, std::size_t at, const std::uint8_t* in, std::size_t in_size,
+                                     std::uint8_t* out, std::size_t capacity, InflateTables& t, const Writer& w) {
+  InflateResult r;
   InflateStatus s = InflateStatus::ok;
   for (;;) {
     br.refill();
@@ -705,10 +738,219 @@ TANDEM_HD InflateResult inflate_stream(const std::uint8_t* in, std::size_t in_si
   return r;
 }
 
-// The one-thread form.
-TANDEM_HD InflateResult inflate_stream(const std::uint8_t* in, std::size_t in_size, std::uint8_t* out,
-                                       std::size_t capacity, InflateTables& t) {
-  return inflate_stream(in, in_size, out, capacity, t, ThreadWriter{});
+
+// ------------------------------------------------------- segmented form ----
+//
+// tandem's GPU encoder writes a chunk as one Huffman block whose tokens come
+// in segments of a fixed number of output bytes (the last segment: the
+// rest), and it knows the bit where each segment's tokens start. With those
+// starts, the lanes of a warp decode the segments at once, each lane one
+// segment (the parse, which is the slow part, in parallel); then the warp
+// copies the matches in output order. The starts are untrusted, and nothing
+// depends on them but speed:
+//  - segment 0 must start where the block header ends, and segment k's
+//    tokens must fill exactly its bytes and end exactly at segment k + 1's
+//    start bit, so each lane's tokens are the ones a decode from the start
+//    of the block meets there;
+//  - every check of the one-thread form applies to each token (a match's
+//    distance against the output before it, the output's capacity);
+//  - when any of that fails, for whatever reason, the item is inflated
+//    again from its first byte by the warp form, so statuses and bytes are
+//    always those of inflate_stream.
+// A decoded match waits as a SegmentMatch in the caller's records until the
+// literals of every segment are written.
+
+// Segments of at least this many bytes (smaller ones are not taken).
+inline constexpr std::uint32_t kMinSegmentBytes = 1024;
+
+// Where an item's segments start: starts[k], for k < count, is the bit (from
+// the item's first byte) where segment k's first token starts; segment k
+// holds output bytes [k * segment_bytes, (k + 1) * segment_bytes), the last
+// one up to the end of the block.
+struct SegmentStarts {
+  const std::uint32_t* starts = nullptr;
+  std::uint32_t count = 0;
+  std::uint32_t segment_bytes = 0;
+};
+
+// A match waiting for its copy: its first output byte, then its length and
+// its distance (length | distance << 16).
+struct SegmentMatch {
+  std::uint32_t dst;
+  std::uint32_t length_distance;
+};
+
+// Records an item of up to `capacity` output bytes needs: segment k's go at
+// floor(k * segment_bytes / 3) on, and a segment of S bytes has at most S / 3
+// matches, so the lists never meet.
+TANDEM_HD constexpr std::size_t segment_records(std::size_t capacity) { return capacity / 3 + 1; }
+
+namespace detail {
+
+// One lane's segment: tokens from `br` into out[pos, end) (the last segment:
+// up to its end-of-block code, within out[pos, end)), literals written,
+// matches recorded in recs. ok only when the segment is whole: a segment
+// other than the last ends exactly at `end`.
+TANDEM_HD InflateStatus decode_segment(BitReader& br, const InflateTables& t, std::uint8_t* out, std::uint32_t& pos,
+                                       std::uint32_t end, bool last, SegmentMatch* recs, std::uint32_t* count) {
+  std::uint32_t n = 0;
+  InflateStatus s = InflateStatus::ok;
+  for (;;) {
+    if (!last && pos == end) break;
+    std::uint32_t packed = fast_token(br, t, pos, end);
+    if (packed == kEndOfBlock) {
+      if (!last) s = InflateStatus::truncated;
+      break;
+    }
+    if (packed == 0) {
+      Token k;
+      s = next_token(br, t, &k);
+      if (s != InflateStatus::ok) break;
+      if (k.length == 0) {
+        if (!last) s = InflateStatus::truncated;
+        break;
+      }
+      s = check_token(k, pos, end);
+      if (s != InflateStatus::ok) break;
+      packed = k.length | (k.value << 16);
+    }
+    const std::uint32_t len = packed & 0xffffu;
+    if (len == 1) {
+      out[pos] = static_cast<std::uint8_t>(packed >> 16);
+    } else {
+      recs[n++] = {pos, packed};
+    }
+    pos += len;
+  }
+  *count = n;
+  return s;
+}
+
+}  // namespace detail
+
+// The warp form's writer for this lane.
+TANDEM_HD WarpWriter warp_writer(const simt::Warp& w) {
+#if defined(__CUDA_ARCH__)
+  return WarpWriter{static_cast<std::uint32_t>(w.lane())};
+#else
+  (void)w;
+  return WarpWriter{};
+#endif
+}
+
+// Inflates an item as inflate_stream's warp form does (the same statuses,
+// sizes and bytes), its first block by segments where `seg` holds up (see
+// above). recs: segment_records(capacity) records, or null (no segments).
+TANDEM_HD InflateResult inflate_segmented(const simt::Warp& w, const std::uint8_t* in, std::size_t in_size,
+                                          std::uint8_t* out, std::size_t capacity, InflateTables& t,
+                                          const SegmentStarts& seg, SegmentMatch* recs) {
+  const WarpWriter writer = warp_writer(w);
+  const std::uint32_t k_count = seg.count;
+  const bool usable = recs != nullptr && seg.starts != nullptr && k_count >= 2 &&
+                      k_count <= static_cast<std::uint32_t>(simt::kWarpSize) &&
+                      seg.segment_bytes >= kMinSegmentBytes && in != nullptr && out != nullptr &&
+                      capacity <= 0xffffffffu &&
+                      capacity > static_cast<std::size_t>(k_count - 1) * seg.segment_bytes;
+  if (!usable) return inflate_stream(in, in_size, out, capacity, t, writer);
+
+  // The first block's header, read by every lane alike (as inflate_stream
+  // reads it), its tables built in t.
+  BitReader br(in, in_size);
+  br.refill();
+  const std::uint32_t header = br.avail >= 3 ? br.peek(3) : 0u;
+  const std::uint32_t type = header >> 1;
+  if (type != 1 && type != 2) return inflate_stream(in, in_size, out, capacity, t, writer);
+  br.drop(3);
+  w.sync();
+  InflateStatus hs = InflateStatus::ok;
+  if (type == 1) {
+    detail::build_fixed(t, writer.build_lane(), writer.build_lanes());
+  } else {
+    hs = detail::read_dynamic(br, t, writer);
+  }
+  w.sync();
+  if (hs != InflateStatus::ok || br.bit_position() != seg.starts[0])
+    return inflate_stream(in, in_size, out, capacity, t, writer);
+
+  // 1. Each lane its segment: the literals written, the matches recorded.
+  const auto cap32 = static_cast<std::uint32_t>(capacity);
+  simt::Lanes<std::uint32_t> count = w.map([](int) { return 0u; });  // the lane's matches
+  simt::Lanes<std::uint32_t> end_bit = count;  // where the lane's tokens end
+  simt::Lanes<std::uint32_t> end_out = count;  // the output byte after them
+  simt::Lanes<bool> good = w.map([](int) { return true; });
+  w.each([&](int l) {
+    const auto k = static_cast<std::uint32_t>(l);
+    if (k >= k_count) return;
+    const bool last = k + 1 == k_count;
+    std::uint32_t pos = k * seg.segment_bytes;
+    const std::uint32_t end = last ? cap32 : pos + seg.segment_bytes;
+    BitReader lane_br(in, in_size);
+    if (!lane_br.seek_bit(seg.starts[k])) {
+      good[l] = false;
+      return;
+    }
+    const InflateStatus s =
+        detail::decode_segment(lane_br, t, out, pos, end, last, recs + (k * seg.segment_bytes) / 3, &count[l]);
+    end_bit[l] = static_cast<std::uint32_t>(lane_br.bit_position());
+    end_out[l] = pos;
+    good[l] = s == InflateStatus::ok && (last || end_bit[l] == seg.starts[k + 1]);
+  });
+  w.sync();  // every lane's literals are written before any match reads them
+  if (w.ballot(good) != simt::kFullMask) return inflate_stream(in, in_size, out, capacity, t, writer);
+
+  // 2. The matches in output order, 32 at a time, a match a lane, in rounds:
+  // a match goes when the bytes it reads (other than its own) lie before
+  // every match of its group still waiting; the lowest waiting one always
+  // can.
+  for (std::uint32_t k = 0; k < k_count; ++k) {
+    const std::uint32_t n = w.shfl(count, static_cast<int>(k));
+    const SegmentMatch* list = recs + (k * seg.segment_bytes) / 3;
+    for (std::uint32_t g = 0; g < n; g += simt::kWarpSize) {
+      const simt::Lanes<SegmentMatch> m = w.map([&](int l) -> SegmentMatch {
+        const std::uint32_t i = g + static_cast<std::uint32_t>(l);
+        return i < n ? list[i] : SegmentMatch{0, 0};
+      });
+      const simt::Lanes<std::uint32_t> dst = w.map([&](int l) { return m[l].dst; });
+      // The end of what a match reads that it does not write itself.
+      const simt::Lanes<std::uint32_t> read_end = w.map([&](int l) {
+        const std::uint32_t len = m[l].length_distance & 0xffffu;
+        const std::uint32_t dist = m[l].length_distance >> 16;
+        return len < dist ? m[l].dst - dist + len : m[l].dst;
+      });
+      std::uint32_t waiting = w.ballot(w.map([&](int l) { return g + static_cast<std::uint32_t>(l) < n; }));
+      while (waiting != 0u) {
+        const int p = simt::first_set(waiting);
+        const std::uint32_t first_dst = w.shfl(dst, p);
+        const std::uint32_t go = w.ballot(w.map([&](int l) {
+          return ((waiting >> l) & 1u) != 0u && (l == p || read_end[l] <= first_dst);
+        }));
+        w.each([&](int l) {
+          if ((go >> l) & 1u)
+            simt::lane_match(out, m[l].dst, m[l].length_distance >> 16, m[l].length_distance & 0xffffu);
+        });
+        w.sync();
+        waiting &= ~go;
+      }
+    }
+  }
+
+  // 3. The rest of the stream (the chunk's closing stored block, or more
+  // blocks), as inflate_stream goes on after a block.
+  const std::uint32_t last_bit = w.shfl(end_bit, static_cast<int>(k_count - 1));
+  const std::uint32_t last_out = w.shfl(end_out, static_cast<int>(k_count - 1));
+  InflateResult r;
+  if ((header & 1u) != 0) {
+    br.seek_bit(last_bit);
+    r.end = InflateEnd::final_block;
+    r.out_size = last_out;
+    r.in_used = br.bytes_used();
+    r.by_segments = true;
+    return r;
+  }
+  br.seek_bit(last_bit);
+  r = inflate_from(br, last_out, in, in_size, out, capacity, t, writer);
+  r.by_segments = true;
+  return r;
 }
 
 }  // namespace tandem::gpu::inflate

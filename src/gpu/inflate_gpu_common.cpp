@@ -1,6 +1,7 @@
 // The parts of gpu/inflate_gpu.hpp that every build has: the CPU emulation of
 // the batched kernel and the status mapping.
 #include <memory>
+#include <vector>
 
 #include "gpu/inflate_gpu.hpp"
 
@@ -8,16 +9,24 @@ namespace tandem::gpu {
 
 void inflate_emulated(const void* const* in_ptrs, const std::size_t* in_sizes, std::size_t num_items,
                       void* const* out_ptrs, const std::size_t* out_capacities, std::size_t* out_sizes,
-                      InflateStatus* statuses, InflateEnd* ends, std::size_t* in_used) {
+                      InflateStatus* statuses, InflateEnd* ends, std::size_t* in_used,
+                      const InflateSegments& segments) {
   auto tables = std::make_unique<inflate::InflateTables>();
+  std::vector<SegmentMatch> records;
+  InflateSegments host = segments;
+  host.max_capacity = kMaxItemSize;
   for (std::size_t i = 0; i < num_items; ++i) {
     inflate::InflateResult r;
     if (in_sizes[i] > kMaxItemSize || out_capacities[i] > kMaxItemSize) {
       r.status = InflateStatus::invalid_item;
     } else {
-      r = inflate::inflate_stream(static_cast<const std::uint8_t*>(in_ptrs[i]), in_sizes[i],
-                                  static_cast<std::uint8_t*>(out_ptrs[i]), out_capacities[i], *tables,
-                                  inflate::WarpWriter{});
+      const std::uint32_t count = inflate_segment_count(host, out_capacities[i]);
+      if (count != 0) records.resize(inflate::segment_records(out_capacities[i]));
+      const inflate::SegmentStarts starts{count ? segments.d_starts + i * segments.per_item : nullptr, count,
+                                          segments.segment_bytes};
+      r = inflate::inflate_segmented(simt::Warp{}, static_cast<const std::uint8_t*>(in_ptrs[i]), in_sizes[i],
+                                     static_cast<std::uint8_t*>(out_ptrs[i]), out_capacities[i], *tables, starts,
+                                     count ? records.data() : nullptr);
     }
     out_sizes[i] = r.out_size;
     if (statuses) statuses[i] = r.status;

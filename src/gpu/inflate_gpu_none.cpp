@@ -10,7 +10,8 @@ constexpr Status kNoCuda{StatusCode::no_device, "this build of tandem has no CUD
 Status inflate_temp_size(std::size_t, std::size_t, std::size_t*) { return kNoCuda; }
 
 Status inflate_async(const void* const*, const std::size_t*, std::size_t, void*, std::size_t, void* const*,
-                     const std::size_t*, std::size_t*, InflateStatus*, InflateEnd*, std::size_t*, Stream) {
+                     const std::size_t*, std::size_t*, InflateStatus*, InflateEnd*, std::size_t*, Stream,
+                     const InflateSegments&) {
   return kNoCuda;
 }
 
