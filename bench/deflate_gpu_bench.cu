@@ -21,7 +21,7 @@ bool deflate_gpu_measure(const unsigned char* data, std::size_t n, std::size_t c
   std::vector<void*> out_ptrs(items);
   std::vector<std::size_t> in_sizes(items), caps(items), out_at(items);
   std::size_t out_total = 0;
-  DeviceMem d_in, d_out, d_arrays, d_temp;
+  DeviceMem d_in, d_out, d_arrays, d_temp, d_starts;
   if (!cuda_ok(cudaMalloc(&d_in.p, n ? n : 1), "cudaMalloc", error)) return false;
   for (std::size_t i = 0; i < items; ++i) {
     in_sizes[i] = std::min(chunk, n - std::min(n, i * chunk));
@@ -61,9 +61,12 @@ bool deflate_gpu_measure(const unsigned char* data, std::size_t n, std::size_t c
             cuda_ok(cudaMemcpy(d_in_sizes, in_sizes.data(), items * sizeof(std::size_t), cudaMemcpyHostToDevice), "cudaMemcpy", error) &&
             cuda_ok(cudaMemcpy(d_caps, caps.data(), items * sizeof(std::size_t), cudaMemcpyHostToDevice), "cudaMemcpy", error);
   const std::size_t max_item = std::min(chunk, std::max<std::size_t>(n, 1));
+  const std::size_t spi = gpu::deflate_segments_per_item(max_item);
+  ok = ok && cuda_ok(cudaMalloc(&d_starts.p, std::max<std::size_t>(1, items * spi) * sizeof(std::uint32_t)),
+                     "cudaMalloc", error);
   const auto call = [&]() {
     return gpu::deflate_compress_async(d_in_ptrs, d_in_sizes, max_item, items, d_temp.p, temp_bytes, d_out_ptrs, d_caps,
-                                       d_out_sizes, d_statuses, stream);
+                                       d_out_sizes, d_statuses, stream, static_cast<std::uint32_t*>(d_starts.p));
   };
   std::vector<double> times;
   for (int k = -1; ok && k < runs; ++k) {  // k = -1: the untimed warm-up
@@ -88,6 +91,11 @@ bool deflate_gpu_measure(const unsigned char* data, std::size_t n, std::size_t c
     ok = cuda_ok(cudaMemcpy(r->chunk_sizes.data(), d_out_sizes, items * sizeof(std::size_t), cudaMemcpyDeviceToHost), "cudaMemcpy", error) &&
          cuda_ok(cudaMemcpy(statuses.data(), d_statuses, items * sizeof(gpu::ItemStatus), cudaMemcpyDeviceToHost), "cudaMemcpy", error) &&
          cuda_ok(cudaMemcpy(out.data(), d_out.p, out_total, cudaMemcpyDeviceToHost), "cudaMemcpy", error);
+    r->segments_per_item = spi;
+    r->segment_starts.assign(items * spi, 0);
+    ok = ok && cuda_ok(cudaMemcpy(r->segment_starts.data(), d_starts.p, items * spi * sizeof(std::uint32_t),
+                                  cudaMemcpyDeviceToHost),
+                       "cudaMemcpy", error);
     r->compressed = 0;
     r->chunks.clear();
     for (std::size_t i = 0; ok && i < items; ++i) {

@@ -15,6 +15,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -42,6 +43,10 @@ struct DeflateGpuResult {
   std::size_t compressed = 0;
   std::vector<std::size_t> chunk_sizes;
   std::vector<unsigned char> chunks;
+  // Where each chunk's segments start (deflate_compress_async's
+  // d_segment_starts): segments_per_item entries a chunk.
+  std::vector<std::uint32_t> segment_starts;
+  std::size_t segments_per_item = 0;
   std::string device;
 };
 bool deflate_gpu_measure(const unsigned char* data, std::size_t n, std::size_t chunk, int runs,

@@ -4,6 +4,8 @@
 #include "bench/inflate_bench.hpp"
 
 #include "bench/bench.hpp"
+#include "bench/deflate_gpu_bench.hpp"
+#include "gpu/deflate_gpu.hpp"
 
 #include <libdeflate.h>
 #include <zlib.h>
@@ -130,6 +132,78 @@ bool libdeflate_measure(const Chunks& c, const Bytes& data, std::size_t chunk, i
   return true;
 }
 
+// The second table: the chunks tandem's GPU deflate encoder writes (made on
+// the device, each checked by the GPU inflate against the input), inflated
+// on the GPU with their segment starts and without, and by libdeflate on one
+// and on all threads. Chunk sizes of 2 to 32 segments only. Nonzero when
+// something fails other than the want of a GPU.
+int gpu_written_table(const InflateBenchConfig& config, const Bytes& data, int threads, nlohmann::json* j,
+                      std::string* device) {
+  const double mb = static_cast<double>(data.size()) / 1e6;
+  (*j)["gpu_written"] = nlohmann::json::array();
+  bool header = false;
+  for (std::size_t chunk : config.chunks) {
+    if (chunk < 2 * gpu::kDeflateSegmentBytes || chunk > 32 * gpu::kDeflateSegmentBytes) continue;
+    DeflateGpuResult enc;
+    std::string error;
+    if (!deflate_gpu_measure(data.data(), data.size(), chunk, 0, &enc, &error)) {
+      std::printf("GPU-written chunks: %s\n", error.c_str());
+      return error.find("no CUDA") != std::string::npos || error.find("no CUDA device") != std::string::npos ? 0 : 1;
+    }
+    Chunks c;
+    c.stream = enc.chunks;
+    std::size_t at = 0;
+    for (std::size_t i = 0; i < enc.chunk_sizes.size(); ++i) {
+      c.offsets.push_back(at);
+      c.sizes.push_back(enc.chunk_sizes[i]);
+      c.out_sizes.push_back(std::min(chunk, data.size() - i * chunk));
+      at += enc.chunk_sizes[i];
+    }
+    double one = 0, all = 0;
+    if (!libdeflate_measure(c, data, chunk, 1, config.runs, &one, &error) ||
+        !libdeflate_measure(c, data, chunk, threads, config.runs, &all, &error)) {
+      std::fprintf(stderr, "inflate bench: GPU-written chunks: %s\n", error.c_str());
+      return 1;
+    }
+    InflateGpuResult plain, seg;
+    const InflateGpuStarts starts{&enc.segment_starts, enc.segments_per_item, gpu::kDeflateSegmentBytes};
+    if (!inflate_gpu_measure(c.stream, c.offsets, c.sizes, c.out_sizes, chunk, data.data(), data.size(), config.runs,
+                             &plain, &error) ||
+        !inflate_gpu_measure(c.stream, c.offsets, c.sizes, c.out_sizes, chunk, data.data(), data.size(), config.runs,
+                             &seg, &error, starts)) {
+      std::fprintf(stderr, "inflate bench: GPU-written chunks: %s\n", error.c_str());
+      return 1;
+    }
+    *device = seg.device;
+    if (!header) {
+      std::printf("\ninflate of the GPU deflate encoder's chunks (%u-byte segments), median of %d runs\n",
+                  gpu::kDeflateSegmentBytes, config.runs);
+      std::printf("%8s %12s %7s %14s %14s %12s %12s %8s %8s\n", "chunk", "compressed", "ratio", "gpu seg MB/s",
+                  "gpu warp MB/s", "ld 1t MB/s", "ld Nt MB/s", "seg/1t", "seg/Nt");
+      header = true;
+    }
+    const std::size_t compressed = c.stream.size() + 2;
+    std::printf("%8zu %12zu %7.3f %14.0f %14.0f %12.0f %12.0f %8.2f %8.2f\n", chunk, compressed,
+                static_cast<double>(data.size()) / static_cast<double>(compressed), mb / seg.seconds,
+                mb / plain.seconds, mb / one, mb / all, one / seg.seconds, all / seg.seconds);
+    nlohmann::json row;
+    row["chunk"] = chunk;
+    row["chunks"] = c.sizes.size();
+    row["segment_bytes"] = gpu::kDeflateSegmentBytes;
+    row["compressed_bytes"] = compressed;
+    row["gpu_segments_mb_s"] = mb / seg.seconds;
+    row["gpu_segments_seconds"] = seg.seconds;
+    row["gpu_warp_mb_s"] = mb / plain.seconds;
+    row["gpu_warp_seconds"] = plain.seconds;
+    row["libdeflate_1t_mb_s"] = mb / one;
+    row["libdeflate_all_mb_s"] = mb / all;
+    row["gpu_segments_over_libdeflate_1t"] = one / seg.seconds;
+    row["gpu_segments_over_libdeflate_all"] = all / seg.seconds;
+    (*j)["gpu_written"].push_back(row);
+  }
+  return 0;
+}
+
 }  // namespace
 
 int run_inflate_bench(const InflateBenchConfig& config) {
@@ -211,6 +285,7 @@ int run_inflate_bench(const InflateBenchConfig& config) {
     if (!gpu_ok) std::printf("         gpu: %s\n", error.c_str());
     j["results"].push_back(row);
   }
+  if (gpu_written_table(config, data, threads, &j, &device) != 0) rc = 1;
   if (!device.empty()) j["device"] = device;
   if (!config.json_path.empty()) {
     const std::string tmp = config.json_path + ".tmp";

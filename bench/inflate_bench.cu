@@ -31,14 +31,33 @@ struct Events {
 bool inflate_gpu_measure(const std::vector<unsigned char>& stream, const std::vector<std::size_t>& offsets,
                          const std::vector<std::size_t>& sizes, const std::vector<std::size_t>& out_sizes,
                          std::size_t chunk, const unsigned char* expect, std::size_t n, int runs,
-                         InflateGpuResult* r, std::string* error) {
+                         InflateGpuResult* r, std::string* error, const InflateGpuStarts& starts) {
   if (!device0_name(&r->device, error)) return false;
   const std::size_t items = sizes.size();
   Events ev;
   if (!cuda_ok(cudaStreamCreateWithFlags(&ev.stream, cudaStreamNonBlocking), "cudaStreamCreate", error)) return false;
   if (!cuda_ok(cudaEventCreate(&ev.start), "cudaEventCreate", error)) return false;
   if (!cuda_ok(cudaEventCreate(&ev.stop), "cudaEventCreate", error)) return false;
-  DeviceMem d_in, d_out, d_arrays;
+  DeviceMem d_in, d_out, d_arrays, d_starts, d_temp;
+  gpu::InflateSegments segments;
+  std::size_t temp_bytes = 0;
+  if (starts.starts != nullptr) {
+    const std::size_t bytes = std::max<std::size_t>(1, starts.starts->size()) * sizeof(std::uint32_t);
+    if (!cuda_ok(cudaMalloc(&d_starts.p, bytes), "cudaMalloc", error)) return false;
+    if (!cuda_ok(cudaMemcpy(d_starts.p, starts.starts->data(), starts.starts->size() * sizeof(std::uint32_t),
+                            cudaMemcpyHostToDevice),
+                 "cudaMemcpy", error))
+      return false;
+    if (const Status s = gpu::inflate_temp_size(items, chunk, &temp_bytes); !s.ok()) {
+      *error = "inflate_temp_size: " + s.to_string();
+      return false;
+    }
+    if (!cuda_ok(cudaMalloc(&d_temp.p, std::max<std::size_t>(1, temp_bytes)), "cudaMalloc", error)) return false;
+    segments.d_starts = static_cast<const std::uint32_t*>(d_starts.p);
+    segments.per_item = starts.per_item;
+    segments.segment_bytes = starts.segment_bytes;
+    segments.max_capacity = chunk;
+  }
   if (!cuda_ok(cudaMalloc(&d_in.p, stream.size() + 1), "cudaMalloc", error)) return false;
   if (!cuda_ok(cudaMalloc(&d_out.p, items * chunk + 1), "cudaMalloc", error)) return false;
   const std::size_t arrays = items * (2 * sizeof(void*) + 3 * sizeof(std::size_t) + sizeof(gpu::InflateStatus));
@@ -52,7 +71,7 @@ bool inflate_gpu_measure(const std::vector<unsigned char>& stream, const std::ve
   auto* d_status = reinterpret_cast<gpu::InflateStatus*>(d_sizes + items);
   std::vector<const void*> in_ptrs(items);
   std::vector<void*> out_ptrs(items);
-  std::vector<std::size_t> caps(items, chunk);
+  std::vector<std::size_t> caps(out_sizes);  // exact: segment starts need it
   for (std::size_t i = 0; i < items; ++i) {
     in_ptrs[i] = static_cast<const unsigned char*>(d_in.p) + offsets[i];
     out_ptrs[i] = static_cast<unsigned char*>(d_out.p) + i * chunk;
@@ -68,9 +87,9 @@ bool inflate_gpu_measure(const std::vector<unsigned char>& stream, const std::ve
              error))
     return false;
   auto call = [&]() {
-    return gpu::inflate_async(reinterpret_cast<const void* const*>(d_in_ptrs), d_in_sizes, items, nullptr, 0,
-                              reinterpret_cast<void* const*>(d_out_ptrs), d_caps, d_sizes, d_status, nullptr, nullptr,
-                              ev.stream);
+    return gpu::inflate_async(reinterpret_cast<const void* const*>(d_in_ptrs), d_in_sizes, items, d_temp.p,
+                              temp_bytes, reinterpret_cast<void* const*>(d_out_ptrs), d_caps, d_sizes, d_status,
+                              nullptr, nullptr, ev.stream, segments);
   };
   // Warm-up, checked.
   if (const Status s = call(); !s.ok()) {

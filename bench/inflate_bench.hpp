@@ -1,7 +1,9 @@
 // The GPU inflate benchmark: tandem's device-resident batched inflate
 // (src/gpu/inflate_gpu.hpp) of tandem's indexed deflate streams, against
 // libdeflate decompression of the same chunks on one thread and on all
-// threads, in the same run, for each chunk size asked.
+// threads, in the same run, for each chunk size asked. A second table does
+// the same for the chunks that tandem's GPU deflate encoder writes (on a
+// machine with a GPU), inflated with their segment starts and without.
 //
 // The input is the files given, concatenated in order (silesia7: dickens mr
 // nci ooffice osdb reymont xml). For each chunk size C, the input is cut into
@@ -19,6 +21,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -47,9 +50,16 @@ struct InflateGpuResult {
   double seconds = 0;
   std::string device;
 };
+// With `starts` (not null): the chunks' segment starts, per_item a chunk, of
+// segments of segment_bytes, given to the device call (InflateSegments).
+struct InflateGpuStarts {
+  const std::vector<std::uint32_t>* starts = nullptr;
+  std::size_t per_item = 0;
+  std::uint32_t segment_bytes = 0;
+};
 bool inflate_gpu_measure(const std::vector<unsigned char>& stream, const std::vector<std::size_t>& offsets,
                          const std::vector<std::size_t>& sizes, const std::vector<std::size_t>& out_sizes,
                          std::size_t chunk, const unsigned char* expect, std::size_t n, int runs,
-                         InflateGpuResult* result, std::string* error);
+                         InflateGpuResult* result, std::string* error, const InflateGpuStarts& starts = {});
 
 }  // namespace tandem::bench

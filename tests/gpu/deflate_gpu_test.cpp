@@ -51,6 +51,7 @@ struct Item {
 struct Outcome {
   gpu::ItemStatus status;
   Bytes bytes;
+  std::vector<std::uint32_t> starts;  // the item's segment starts
 };
 
 // Runs one batch on the device; max_item_size: the call's (0: the largest item).
@@ -95,17 +96,23 @@ std::vector<Outcome> run_batch(const std::vector<Item>& items, std::size_t max_i
   std::size_t temp_bytes = 0;
   EXPECT_TRUE(gpu::deflate_compress_temp_size(n, max_item_size, &temp_bytes).ok());
   DeviceBuffer d_temp(temp_bytes);
+  const std::size_t spi = gpu::deflate_segments_per_item(max_item_size);
+  DeviceBuffer d_starts(std::max<std::size_t>(1, n * spi) * sizeof(std::uint32_t));
   const Status st = gpu::deflate_compress_async(d_in_ptrs.get<const void*>(), d_in_sizes.get<std::size_t>(),
                                                 max_item_size, n, d_temp.get(), temp_bytes, d_out_ptrs.get<void*>(),
                                                 d_caps.get<std::size_t>(), d_out_sizes.get<std::size_t>(),
-                                                d_statuses.get<gpu::ItemStatus>(), s);
+                                                d_statuses.get<gpu::ItemStatus>(), s,
+                                                d_starts.get<std::uint32_t>());
   EXPECT_TRUE(st.ok()) << st.to_string();
   const auto out_sizes = download<std::size_t>(d_out_sizes, n, s);
   const auto statuses = download<gpu::ItemStatus>(d_statuses, n, s);
   const Bytes h_out = download<std::uint8_t>(d_out, out_total + 16, s);
+  const auto starts = download<std::uint32_t>(d_starts, n * spi, s);
   std::vector<Outcome> r(n);
   for (std::size_t i = 0; i < n; ++i) {
     r[i].status = statuses[i];
+    r[i].starts.assign(starts.begin() + static_cast<std::ptrdiff_t>(i * spi),
+                       starts.begin() + static_cast<std::ptrdiff_t>(i * spi + gpu::deflate_segments_per_item(sizes[i])));
     r[i].bytes.assign(h_out.begin() + out_at[i], h_out.begin() + out_at[i] + out_sizes[i]);
     // A failed item writes nothing; a good one nothing past its capacity.
     for (std::size_t k = statuses[i] == gpu::ItemStatus::ok ? caps[i] : 0; k < caps[i] + kGuard; ++k)
@@ -137,9 +144,11 @@ void expect_matches_emulation(const std::vector<Item>& items, std::size_t max_it
   for (std::size_t i = 0; i < items.size(); ++i) {
     SCOPED_TRACE(i);
     Bytes emu;
-    ASSERT_TRUE(gpu::deflate_compress_emulated(items[i].data.data(), items[i].data.size(), &emu).ok());
+    std::vector<std::uint32_t> emu_starts;
+    ASSERT_TRUE(gpu::deflate_compress_emulated(items[i].data.data(), items[i].data.size(), &emu, &emu_starts).ok());
     EXPECT_EQ(r[i].status, gpu::ItemStatus::ok);
     EXPECT_TRUE(r[i].bytes == emu) << "GPU " << r[i].bytes.size() << " bytes, emulation " << emu.size();
+    EXPECT_TRUE(r[i].starts == emu_starts) << "the segment starts differ from the emulation's";
     expect_inflates(r[i].bytes, items[i].data, false);
     stream.insert(stream.end(), r[i].bytes.begin(), r[i].bytes.end());
     all.insert(all.end(), items[i].data.begin(), items[i].data.end());

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "cpu/inflate_test_streams.hpp"
+#include "gpu/deflate_gpu.hpp"
 #include "gpu/inflate_body.hpp"
 #include "gpu/inflate_gpu.hpp"
 #include "support/gpu_support.hpp"
@@ -46,7 +47,11 @@ constexpr std::size_t kSkew = 3;
 struct Item {
   Bytes in;
   std::size_t capacity;
+  std::vector<std::uint32_t> starts = {};  // segment starts (none: empty)
 };
+
+// Segments of the starts given to the device (run_gpu) and the emulation.
+constexpr std::uint32_t kSeg = gpu::kDeflateSegmentBytes;
 
 struct Outcome {
   InflateStatus status;
@@ -91,12 +96,28 @@ std::vector<Outcome> run_gpu(const std::vector<Item>& items) {
   upload(d_out_ptrs, out_ptrs, s.get());
   upload(d_in_sizes, in_sizes, s.get());
   upload(d_caps, caps, s.get());
-  std::size_t temp = 1;
-  EXPECT_TRUE(gpu::inflate_temp_size(n, 1 << 20, &temp).ok());
-  const Status st = gpu::inflate_async(d_in_ptrs.get<const void* const>(), d_in_sizes.get<std::size_t>(), n, nullptr,
-                                       0, d_out_ptrs.get<void* const>(), d_caps.get<std::size_t>(),
+  // Segment starts, when any item has them: per_item entries an item, the
+  // items without them all zeros.
+  std::size_t per_item = 0, max_cap = 0;
+  for (const Item& it : items) {
+    per_item = std::max(per_item, it.starts.size());
+    max_cap = std::max(max_cap, it.capacity);
+  }
+  std::vector<std::uint32_t> flat(std::max<std::size_t>(1, n * per_item), 0);
+  for (std::size_t i = 0; i < n; ++i) std::copy(items[i].starts.begin(), items[i].starts.end(), flat.begin() + i * per_item);
+  DeviceBuffer d_starts(flat.size() * sizeof(std::uint32_t));
+  upload(d_starts, flat, s.get());
+  gpu::InflateSegments seg;
+  std::size_t temp = 0;
+  if (per_item > 0) {
+    seg = {d_starts.get<const std::uint32_t>(), per_item, kSeg, max_cap};
+    EXPECT_TRUE(gpu::inflate_temp_size(n, max_cap, &temp).ok());
+  }
+  DeviceBuffer d_temp(std::max<std::size_t>(1, temp));
+  const Status st = gpu::inflate_async(d_in_ptrs.get<const void* const>(), d_in_sizes.get<std::size_t>(), n,
+                                       d_temp.get(), temp, d_out_ptrs.get<void* const>(), d_caps.get<std::size_t>(),
                                        d_sizes.get<std::size_t>(), d_status.get<InflateStatus>(),
-                                       d_ends.get<InflateEnd>(), d_used.get<std::size_t>(), s.get());
+                                       d_ends.get<InflateEnd>(), d_used.get<std::size_t>(), s.get(), seg);
   EXPECT_TRUE(st.ok()) << st.to_string();
   const auto sizes = download<std::size_t>(d_sizes, n, s.get());
   const auto used = download<std::size_t>(d_used, n, s.get());
@@ -254,6 +275,81 @@ TEST(InflateGpu, NullAndOversizedItems) {
                                s.get())
                 .code,
             StatusCode::invalid_argument);
+}
+
+// Chunks of the GPU deflate encoder (its emulation) with their segment
+// starts, as they are and with lies or corruptions.
+void add_encoded(std::vector<Item>& items, const Bytes& d, std::size_t chunk) {
+  for (std::size_t at = 0; at < d.size(); at += chunk) {
+    const std::size_t n = std::min(chunk, d.size() - at);
+    Item it;
+    it.capacity = n;
+    ASSERT_TRUE(gpu::deflate_compress_emulated(d.data() + at, n, &it.in, &it.starts).ok());
+    items.push_back(std::move(it));
+  }
+}
+
+TEST(InflateGpu, SegmentedChunksOfTheGpuEncoder) {
+  SKIP_WITHOUT_GPU();
+  for (std::size_t chunk : {std::size_t{16384}, std::size_t{65536}, std::size_t{262144}}) {
+    SCOPED_TRACE(chunk);
+    std::vector<Item> items;
+    const Bytes text = test::text_like_bytes(1 << 20, 1);
+    add_encoded(items, text, chunk);
+    add_encoded(items, test::mixed_bytes(700001, 2), chunk);
+    add_encoded(items, test::record_bytes(300000, 3), chunk);
+    add_encoded(items, test::random_bytes(100000, 4), chunk);
+    add_encoded(items, test::constant_bytes(200000, 7), chunk);
+    for (std::size_t n : {std::size_t{1}, std::size_t{kSeg - 1}, std::size_t{kSeg + 1}, std::size_t{2 * kSeg},
+                          std::size_t{3 * kSeg + 5}})
+      add_encoded(items, test::mixed_bytes(n, n), n);
+    const auto dir = test::silesia_dir();
+    if (!dir.empty()) {
+      for (const std::string& name : test::silesia_names()) {
+        Bytes data = test::read_file(dir / name);
+        data.resize(std::min<std::size_t>(data.size(), 2u << 20));
+        add_encoded(items, data, chunk);
+      }
+    }
+    expect_like_cpu(items);
+    // The text's chunks are the text.
+    std::vector<Item> only;
+    add_encoded(only, text, chunk);
+    const std::vector<Outcome> g = run_gpu(only);
+    Bytes joined;
+    for (const Outcome& o : g) {
+      EXPECT_EQ(o.status, InflateStatus::ok);
+      EXPECT_EQ(o.end, InflateEnd::input_end);
+      joined.insert(joined.end(), o.out.begin(), o.out.end());
+    }
+    EXPECT_TRUE(joined == text);
+  }
+}
+
+TEST(InflateGpu, SegmentedLyingStartsAndCorruptionsGetTheCpuResult) {
+  SKIP_WITHOUT_GPU();
+  std::vector<Item> base;
+  add_encoded(base, test::mixed_bytes(16 * 65536, 8), 65536);
+  std::mt19937_64 rng(9);
+  std::vector<Item> items;
+  for (int k = 0; k < 400; ++k) {
+    Item it = base[static_cast<std::size_t>(k) % base.size()];
+    switch (k % 4) {
+      case 0:  // a start moved
+        it.starts[rng() % it.starts.size()] += static_cast<std::uint32_t>(1 + rng() % 16);
+        break;
+      case 1:  // bytes flipped
+        for (int e = 0; e < 2; ++e) it.in[rng() % it.in.size()] ^= static_cast<std::uint8_t>(1u << (rng() % 8));
+        break;
+      case 2:  // cut short
+        it.in.resize(rng() % it.in.size());
+        break;
+      default:  // as written
+        break;
+    }
+    items.push_back(std::move(it));
+  }
+  expect_like_cpu(items);
 }
 
 #else
