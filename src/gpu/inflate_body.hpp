@@ -899,9 +899,8 @@ TANDEM_HD InflateResult inflate_segmented(const simt::Warp& w, const std::uint8_
   if (w.ballot(good) != simt::kFullMask) return inflate_stream(in, in_size, out, capacity, t, writer);
 
   // 2. The matches in output order, 32 at a time, a match a lane, in rounds:
-  // a match goes when the bytes it reads (other than its own) lie before
-  // every match of its group still waiting; the lowest waiting one always
-  // can.
+  // a match goes once every lower match of its group whose bytes it reads
+  // (other than its own) has gone; the lowest waiting one always can.
   for (std::uint32_t k = 0; k < k_count; ++k) {
     const std::uint32_t n = w.shfl(count, static_cast<int>(k));
     const SegmentMatch* list = recs + (k * seg.segment_bytes) / 3;
@@ -911,19 +910,26 @@ TANDEM_HD InflateResult inflate_segmented(const simt::Warp& w, const std::uint8_
         return i < n ? list[i] : SegmentMatch{0, 0};
       });
       const simt::Lanes<std::uint32_t> dst = w.map([&](int l) { return m[l].dst; });
-      // The end of what a match reads that it does not write itself.
+      const simt::Lanes<std::uint32_t> dst_end = w.map([&](int l) { return m[l].dst + (m[l].length_distance & 0xffffu); });
+      // What a match reads that it does not write itself: [src, read_end).
+      const simt::Lanes<std::uint32_t> src = w.map([&](int l) { return m[l].dst - (m[l].length_distance >> 16); });
       const simt::Lanes<std::uint32_t> read_end = w.map([&](int l) {
-        const std::uint32_t len = m[l].length_distance & 0xffffu;
-        const std::uint32_t dist = m[l].length_distance >> 16;
-        return len < dist ? m[l].dst - dist + len : m[l].dst;
+        return dst_end[l] - (m[l].length_distance >> 16) < m[l].dst ? dst_end[l] - (m[l].length_distance >> 16)
+                                                                     : m[l].dst;
       });
+      // The lower matches each one reads from.
+      simt::Lanes<std::uint32_t> needs = w.map([](int) { return 0u; });
+      for (int j = 0; j < simt::kWarpSize - 1; ++j) {
+        const std::uint32_t jd = w.shfl(dst, j);
+        const std::uint32_t je = w.shfl(dst_end, j);
+        w.each([&](int l) {
+          if (j < l && jd < read_end[l] && je > src[l]) needs[l] |= 1u << j;
+        });
+      }
       std::uint32_t waiting = w.ballot(w.map([&](int l) { return g + static_cast<std::uint32_t>(l) < n; }));
       while (waiting != 0u) {
-        const int p = simt::first_set(waiting);
-        const std::uint32_t first_dst = w.shfl(dst, p);
-        const std::uint32_t go = w.ballot(w.map([&](int l) {
-          return ((waiting >> l) & 1u) != 0u && (l == p || read_end[l] <= first_dst);
-        }));
+        const std::uint32_t go = w.ballot(
+            w.map([&](int l) { return ((waiting >> l) & 1u) != 0u && (needs[l] & waiting) == 0u; }));
         w.each([&](int l) {
           if ((go >> l) & 1u)
             simt::lane_match(out, m[l].dst, m[l].length_distance >> 16, m[l].length_distance & 0xffffu);
