@@ -592,6 +592,25 @@ TANDEM_HD std::uint32_t fast_token(BitReader& br, const InflateTables& t, std::s
   return 0;
 }
 
+// The next token, packed (length | value << 16), or kEndOfBlock: by the
+// fast path when it takes the token, else (a long code, too few bits left,
+// an error) by next_token and check_token from the token's start.
+TANDEM_HD InflateStatus packed_token(BitReader& br, const InflateTables& t, std::size_t here, std::size_t capacity,
+                                     std::uint32_t* packed) {
+  *packed = fast_token(br, t, here, capacity);
+  if (*packed != 0) return InflateStatus::ok;
+  Token k;
+  InflateStatus s = next_token(br, t, &k);
+  if (s != InflateStatus::ok) return s;
+  if (k.length == 0) {
+    *packed = kEndOfBlock;
+    return InflateStatus::ok;
+  }
+  s = check_token(k, here, capacity);
+  if (s == InflateStatus::ok) *packed = k.length | (k.value << 16);
+  return s;
+}
+
 // The warp form's Huffman block: batches of up to kBatchTokens tokens, each
 // decoded by every lane alike and then written by the lanes together. An
 // error ends the batch before the token that has it; the tokens before it
@@ -606,25 +625,12 @@ TANDEM_HD InflateStatus warp_codes(BitReader& br, InflateTables& t, std::uint8_t
     InflateStatus s = InflateStatus::ok;
     bool end = false;
     while (count < kBatchTokens && total + 258 <= kStageBytes) {
-      const std::size_t here = at + total;
-      std::uint32_t packed = fast_token(br, t, here, capacity);
+      std::uint32_t packed = 0;
+      s = packed_token(br, t, at + total, capacity, &packed);
+      if (s != InflateStatus::ok) break;
       if (packed == kEndOfBlock) {
         end = true;
         break;
-      }
-      if (packed == 0) {
-        // Anything the fast path does not take (a long code, too few bits
-        // left, an error), from the token's start, with every check.
-        Token k;
-        s = next_token(br, t, &k);
-        if (s != InflateStatus::ok) break;
-        if (k.length == 0) {
-          end = true;
-          break;
-        }
-        s = check_token(k, here, capacity);
-        if (s != InflateStatus::ok) break;
-        packed = k.length | (k.value << 16);
       }
       w.each([&](int l) {
         if (l == static_cast<int>(count)) tok[l] = packed;
@@ -797,22 +803,12 @@ TANDEM_HD InflateStatus decode_segment(BitReader& br, const InflateTables& t, st
   InflateStatus s = InflateStatus::ok;
   for (;;) {
     if (!last && pos == end) break;
-    std::uint32_t packed = fast_token(br, t, pos, end);
+    std::uint32_t packed = 0;
+    s = packed_token(br, t, pos, end, &packed);
+    if (s != InflateStatus::ok) break;
     if (packed == kEndOfBlock) {
       if (!last) s = InflateStatus::truncated;
       break;
-    }
-    if (packed == 0) {
-      Token k;
-      s = next_token(br, t, &k);
-      if (s != InflateStatus::ok) break;
-      if (k.length == 0) {
-        if (!last) s = InflateStatus::truncated;
-        break;
-      }
-      s = check_token(k, pos, end);
-      if (s != InflateStatus::ok) break;
-      packed = k.length | (k.value << 16);
     }
     const std::uint32_t len = packed & 0xffffu;
     if (len == 1) {
