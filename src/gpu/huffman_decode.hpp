@@ -169,8 +169,8 @@ struct HuffmanTable {
 // The tables of the three deflate codes: literal/length (288 symbols, so that
 // the fixed code's 286 and 287 decode, to be refused), distance (32, the same),
 // and the code length code (19).
-using LitLenTable = HuffmanTable<288, 11>;
-using DistanceTable = HuffmanTable<32, 10>;
+using LitLenTable = HuffmanTable<288, 10>;
+using DistanceTable = HuffmanTable<32, 8>;
 using PrecodeTable = HuffmanTable<19, 7>;
 
 }  // namespace tandem::gpu::inflate
