@@ -372,6 +372,21 @@ TANDEM_HD InflateStatus read_dynamic(BitReader& br, InflateTables& t, const Writ
   return InflateStatus::ok;
 }
 
+// A Huffman block's tables (type 1: fixed, 2: dynamic, read from `br`),
+// built by the writer's lanes between two syncs.
+template <class Writer>
+TANDEM_HD InflateStatus read_tables(BitReader& br, InflateTables& t, const Writer& w, std::uint32_t type) {
+  w.sync();
+  InflateStatus s = InflateStatus::ok;
+  if (type == 1) {
+    build_fixed(t, w.build_lane(), w.build_lanes());
+  } else {
+    s = read_dynamic(br, t, w);
+  }
+  w.sync();
+  return s;
+}
+
 // One token of a Huffman block: a literal (length 1, value its byte), a
 // match (length 3..258, value its distance) or the end of the block
 // (length 0).
@@ -722,13 +737,7 @@ TANDEM_HD InflateResult inflate_from(BitReader& br, std::size_t at, const std::u
       s = InflateStatus::reserved_block_type;
       break;
     } else {
-      w.sync();
-      if (type == 1) {
-        detail::build_fixed(t, w.build_lane(), w.build_lanes());
-      } else {
-        s = detail::read_dynamic(br, t, w);
-      }
-      w.sync();
+      s = detail::read_tables(br, t, w, type);
       if (s != InflateStatus::ok) break;
       s = w.codes(br, t, out, capacity, at);
       if (s != InflateStatus::ok) break;
@@ -857,15 +866,7 @@ TANDEM_HD InflateResult inflate_segmented(const simt::Warp& w, const std::uint8_
   const std::uint32_t type = header >> 1;
   if (type != 1 && type != 2) return inflate_stream(in, in_size, out, capacity, t, writer);
   br.drop(3);
-  w.sync();
-  InflateStatus hs = InflateStatus::ok;
-  if (type == 1) {
-    detail::build_fixed(t, writer.build_lane(), writer.build_lanes());
-  } else {
-    hs = detail::read_dynamic(br, t, writer);
-  }
-  w.sync();
-  if (hs != InflateStatus::ok || br.bit_position() != seg.starts[0])
+  if (detail::read_tables(br, t, writer, type) != InflateStatus::ok || br.bit_position() != seg.starts[0])
     return inflate_stream(in, in_size, out, capacity, t, writer);
 
   // 1. Each lane its segment: the literals written, the matches recorded.
