@@ -146,6 +146,54 @@ TANDEM_HD std::uint32_t piece_length(std::uint32_t ml, std::uint32_t k) {
   return k + 2 == pieces ? kMaxMatch - short_by : kMaxMatch;
 }
 
+// Where an inflate may start: the tokens never cross a multiple of
+// kStartBytes of the item's input, so that each such place begins a token,
+// and the pack pass reports that token's first bit (d_segment_starts). With
+// them a decoder takes an item's 2 KiB pieces at once, a lane each.
+inline constexpr std::uint32_t kStartBytes = 2048;
+static_assert(kSegmentSize % kStartBytes == 0, "every segment begins at a start");
+inline constexpr std::uint32_t kStartsPerSegment = kSegmentSize / kStartBytes;
+
+// Starts of an item of n bytes: one at each multiple of kStartBytes below n.
+TANDEM_HD constexpr std::size_t start_count(std::size_t n) { return (n + kStartBytes - 1) / kStartBytes; }
+
+// A match of ml bytes at input byte `at` is cut at the multiples of
+// kStartBytes it crosses into parts; a part of 3 bytes or more is coded as
+// match_pieces of it, a shorter one as its bytes, literals.
+TANDEM_HD std::uint32_t part_tokens(std::uint32_t part) { return part < kMinMatch ? part : match_pieces(part); }
+TANDEM_HD std::uint32_t part_length(std::uint32_t at, std::uint32_t left) {
+  const std::uint32_t room = kStartBytes - at % kStartBytes;
+  return left < room ? left : room;
+}
+
+// The tokens of that match.
+TANDEM_HD std::uint32_t match_tokens(std::uint32_t at, std::uint32_t ml) {
+  std::uint32_t tokens = 0;
+  for (std::uint32_t done = 0; done < ml;) {
+    const std::uint32_t part = part_length(at + done, ml - done);
+    tokens += part_tokens(part);
+    done += part;
+  }
+  return tokens;
+}
+
+// Its token k: a match piece of `length` bytes, or (length 0) the literal
+// byte `literal` bytes into the match.
+struct MatchToken {
+  std::uint32_t length;
+  std::uint32_t literal;
+};
+TANDEM_HD MatchToken match_token_at(std::uint32_t at, std::uint32_t ml, std::uint32_t k) {
+  std::uint32_t done = 0;
+  for (;;) {
+    const std::uint32_t part = part_length(at + done, ml - done);
+    const std::uint32_t n = part_tokens(part);
+    if (k < n) return part < kMinMatch ? MatchToken{0, done + k} : MatchToken{piece_length(part, k), 0};
+    k -= n;
+    done += part;
+  }
+}
+
 // ------------------------------------------------------ 2. tokenize ----
 
 // Pass 2 for segment seg of the item in[0, n), whose lz4k find step left the
@@ -191,7 +239,9 @@ TANDEM_HD void tokenize_segment(const Warp& w, const std::uint8_t* in, std::uint
       return r == records && pos + from[l] < seg_end ? seg_end - pos - from[l] : 0u;
     });
     const Lanes<std::uint32_t> ml = w.map([&](int l) { return lens[l] >> 16; });
-    const Lanes<std::uint32_t> ntok = w.map([&](int l) { return lit[l] + match_pieces(ml[l]); });
+    const Lanes<std::uint32_t> ntok = w.map([&](int l) {
+      return lit[l] + (ml[l] ? match_tokens(pos + from[l] + lit[l], ml[l]) : 0u);
+    });
     const Lanes<std::uint32_t> first = w.exclusive_sum(ntok);
     // (Tokens never outnumber the segment's bytes: each covers one or more.)
     const std::uint32_t total = w.sum(ntok);
@@ -222,10 +272,17 @@ TANDEM_HD void tokenize_segment(const Warp& w, const std::uint8_t* in, std::uint
           token = b;
           simt::atomic_add_block(&hist[b], 1u);
         } else {
-          const std::uint32_t len = piece_length(o_ml[l], j - o_lit[l]);
-          token = match_token(len, o_offset[l]);
-          simt::atomic_add_block(&hist[length_symbol(len).symbol], 1u);
-          simt::atomic_add_block(&hist[kLitLenSymbols + distance_symbol(o_offset[l]).symbol], 1u);
+          const std::uint32_t at = pos + o_from[l] + o_lit[l];
+          const MatchToken mt = match_token_at(at, o_ml[l], j - o_lit[l]);
+          if (mt.length == 0) {
+            const std::uint8_t b = in[at + mt.literal];
+            token = b;
+            simt::atomic_add_block(&hist[b], 1u);
+          } else {
+            token = match_token(mt.length, o_offset[l]);
+            simt::atomic_add_block(&hist[length_symbol(mt.length).symbol], 1u);
+            simt::atomic_add_block(&hist[kLitLenSymbols + distance_symbol(o_offset[l]).symbol], 1u);
+          }
         }
         tokens[made + t[l]] = token;
       });
@@ -456,13 +513,6 @@ TANDEM_HD std::uint64_t segment_bits(const Plan& plan, const std::uint32_t* seg_
   return coded_bits(seg_hist, plan.lit_len, plan.dist_len);
 }
 
-// Where a segment's codes start, as the encoder reports it: its place from
-// the plan (bits from the item's first byte; below 2^32 for items of at most
-// 16 MiB), 0 for a stored item.
-TANDEM_HD std::uint32_t segment_start(const Plan& plan, std::uint64_t seg_at) {
-  return plan.mode == Mode::stored ? 0u : static_cast<std::uint32_t>(seg_at);
-}
-
 // Warps of a plan block. Its long part is one thread's, so an item gets one
 // warp: more items fit the GPU at once.
 inline constexpr int kPlanWarps = 1;
@@ -596,25 +646,45 @@ inline constexpr std::uint32_t kStageWords = 64;
 // atomic OR per word a token touches); the words it completes go out, the
 // one the segment shares with what comes before it by an atomic OR, the
 // others by plain stores; the last, partial word stays in the stage for the
-// next step, and is OR-ed out at the end.
+// next step, and is OR-ed out at the end. starts (or null): the segment's
+// kStartsPerSegment starts, each set to the bit (from the item's first byte)
+// of the token at its multiple of kStartBytes (a start past the item's end
+// is left alone).
 TANDEM_HD void pack_segment(const Warp& w, const Plan& plan, const std::uint32_t* tokens, std::uint32_t count,
-                            std::uint32_t* words, std::uint64_t at, std::uint32_t* stage) {
+                            std::uint32_t* words, std::uint64_t at, std::uint32_t* stage, std::uint32_t* starts) {
   if (plan.mode == Mode::stored || count == 0) return;
   const std::uint64_t first_word = at / 32;
   std::uint64_t base = first_word;                     // the word stage[0] stands for
   std::uint32_t bit = static_cast<std::uint32_t>(at % 32);  // the next bit in the stage
+  std::uint32_t in_at = 0;                             // the next token's input byte in the segment
   w.each([&](int l) {
     for (std::uint32_t k = static_cast<std::uint32_t>(l); k < kStageWords; k += simt::kWarpSize) stage[k] = 0;
   });
   w.sync();
   for (std::uint32_t k = 0; k < count; k += simt::kWarpSize) {
-    const Lanes<TokenBits> tb = w.map([&](int l) -> TokenBits {
+    const Lanes<std::uint32_t> token = w.map([&](int l) -> std::uint32_t {
       const std::uint32_t i = k + static_cast<std::uint32_t>(l);
-      return i < count ? token_bits(plan, tokens[i]) : TokenBits{0, 0};
+      return i < count ? tokens[i] : 0u;
+    });
+    const Lanes<TokenBits> tb = w.map([&](int l) -> TokenBits {
+      return k + static_cast<std::uint32_t>(l) < count ? token_bits(plan, token[l]) : TokenBits{0, 0};
     });
     const Lanes<std::uint32_t> nbits = w.map([&](int l) { return tb[l].count; });
     const Lanes<std::uint32_t> from = w.exclusive_sum(nbits);
     const std::uint32_t end = bit + w.sum(nbits);
+    if (starts != nullptr) {
+      const Lanes<std::uint32_t> span = w.map([&](int l) -> std::uint32_t {
+        if (k + static_cast<std::uint32_t>(l) >= count) return 0u;
+        return is_match(token[l]) ? token_length(token[l]) : 1u;
+      });
+      const Lanes<std::uint32_t> in_from = w.exclusive_sum(span);
+      w.each([&](int l) {
+        const std::uint32_t b = in_at + in_from[l];
+        if (span[l] != 0 && b % kStartBytes == 0)
+          starts[b / kStartBytes] = static_cast<std::uint32_t>(base * 32 + bit + from[l]);
+      });
+      in_at += w.sum(span);
+    }
     w.each([&](int l) {
       if (tb[l].count == 0) return;
       const std::uint32_t p = bit + from[l];

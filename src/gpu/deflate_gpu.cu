@@ -100,6 +100,7 @@ struct Args {
   unsigned long long* next;  // the find kernel's counter (zeroed)
   std::uint32_t* words;      // zeroed
   std::uint32_t* segment_starts;  // or null
+  std::uint32_t starts_per_item;  // enc::start_count(max_item_size)
 };
 
 // The item's bytes and size; size 0 and false for an item the call refuses
@@ -200,8 +201,11 @@ __global__ void __launch_bounds__(kPackWarps * 32) deflate_pack_kernel(Args a) {
   std::uint32_t n;
   item_input(a, item, &in, &n);
   if (seg >= lz4k::segment_count(n)) return;
+  std::uint32_t* starts = a.segment_starts ? a.segment_starts + item * a.starts_per_item +
+                                                  static_cast<std::size_t>(seg) * enc::kStartsPerSegment
+                                            : nullptr;
   enc::pack_segment(simt::Warp{}, a.plans[item], a.tokens + g * enc::kSegmentSize, a.counts[g],
-                    a.words + item * a.words_per_item, a.seg_at[g], stages[warp]);
+                    a.words + item * a.words_per_item, a.seg_at[g], stages[warp], starts);
 }
 
 // Pass 5: a thread block per item.
@@ -232,10 +236,11 @@ __global__ void __launch_bounds__(kItemThreads) deflate_finish_kernel(Args a) {
   }
   __syncthreads();
   if (a.segment_starts) {
-    const std::uint32_t segments = valid ? static_cast<std::uint32_t>(lz4k::segment_count(n)) : 0u;
-    const bool coded = status == static_cast<int>(ItemStatus::ok);
-    for (std::uint32_t s = threadIdx.x; s < a.spi; s += blockDim.x)
-      a.segment_starts[i * a.spi + s] = coded && s < segments ? enc::segment_start(plan, a.seg_at[i * a.spi + s]) : 0u;
+    // The pack pass set the starts of a Huffman-coded item; the others' are 0.
+    const bool coded = status == static_cast<int>(ItemStatus::ok) && plan.mode != enc::Mode::stored;
+    const std::uint32_t starts = coded ? static_cast<std::uint32_t>(enc::start_count(n)) : 0u;
+    for (std::uint32_t s = starts + threadIdx.x; s < a.starts_per_item; s += blockDim.x)
+      a.segment_starts[i * a.starts_per_item + s] = 0u;
   }
   const std::uint64_t total = out_bytes;
   if (plan.mode == enc::Mode::stored || total < 8) {
@@ -319,6 +324,7 @@ Status deflate_compress_async(const void* const* d_in_ptrs, const std::size_t* d
   a.next = reinterpret_cast<unsigned long long*>(t + l.zeroed);
   a.words = reinterpret_cast<std::uint32_t*>(t + l.zeroed + kCounterBytes);
   a.segment_starts = d_segment_starts;
+  a.starts_per_item = static_cast<std::uint32_t>(enc::start_count(max_item_size));
   const auto s = static_cast<cudaStream_t>(stream);
 
   TANDEM_CUDA_CHECK(cudaMemsetAsync(t + l.zeroed, 0, l.zeroed_bytes, s), "cudaMemsetAsync");

@@ -42,14 +42,15 @@ inline std::size_t deflate_max_compressed_size(std::size_t input_size) {
 }
 
 // An item's Huffman block is coded in segments of kDeflateSegmentBytes input
-// bytes (the last: what is left); where each segment's bits start is what
-// the segmented GPU inflate takes (inflate_gpu.hpp's InflateSegments).
-inline constexpr std::uint32_t kDeflateSegmentBytes = deflate_enc::kSegmentSize;
+// bytes (the last: what is left), no token crossing from one into the next;
+// where each segment's bits start is what the segmented GPU inflate takes
+// (inflate_gpu.hpp's InflateSegments).
+inline constexpr std::uint32_t kDeflateSegmentBytes = deflate_enc::kStartBytes;
 
 // Segments of an item of up to max_item_size bytes: the entries per item of
 // deflate_compress_async's d_segment_starts.
 inline std::size_t deflate_segments_per_item(std::size_t max_item_size) {
-  return deflate_enc::segment_count(max_item_size);
+  return deflate_enc::start_count(max_item_size);
 }
 
 // Temporary device storage that deflate_compress_async needs for `num_items`

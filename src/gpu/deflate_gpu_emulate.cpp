@@ -3,6 +3,7 @@
 // item, through simt's host warps and blocks: the bytes the GPU writes for it.
 #include <cstdint>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "gpu/deflate_gpu.hpp"
@@ -55,16 +56,17 @@ Status deflate_compress_emulated(const std::uint8_t* in, std::size_t n, std::vec
   // 4, 5: the codes, then the header, the end and the bytes.
   std::vector<std::uint32_t> words(enc::item_words(n), 0);
   std::uint32_t stage[enc::kStageWords];
+  std::vector<std::uint32_t> starts(static_cast<std::size_t>(segments) * enc::kStartsPerSegment, 0);
   for (std::uint32_t s = 0; s < segments; ++s) {
     enc::pack_segment(w, *plan, tokens.data() + static_cast<std::size_t>(s) * enc::kSegmentSize, counts[s],
-                      words.data(), seg_at[s], stage);
+                      words.data(), seg_at[s], stage, starts.data() + static_cast<std::size_t>(s) * enc::kStartsPerSegment);
   }
   enc::finish_words(*plan, words.data());
   out->resize(plan->out_bytes);
   for (std::uint64_t k = 0; k < plan->out_bytes; ++k) (*out)[k] = enc::output_byte(*plan, in, size, words.data(), k);
   if (segment_starts != nullptr) {
-    segment_starts->assign(segments, 0);
-    for (std::uint32_t s = 0; s < segments; ++s) (*segment_starts)[s] = enc::segment_start(*plan, seg_at[s]);
+    starts.resize(enc::start_count(n));
+    *segment_starts = std::move(starts);
   }
   return {};
 }
