@@ -6,6 +6,7 @@
 #include "bench/bench.hpp"
 #include "bench/deflate_gpu_bench.hpp"
 #include "gpu/deflate_gpu.hpp"
+#include "gpu/inflate_body.hpp"
 
 #include <libdeflate.h>
 #include <zlib.h>
@@ -143,7 +144,8 @@ int gpu_written_table(const InflateBenchConfig& config, const Bytes& data, int t
   (*j)["gpu_written"] = nlohmann::json::array();
   bool header = false;
   for (std::size_t chunk : config.chunks) {
-    if (chunk < 2 * gpu::kDeflateSegmentBytes || chunk > 32 * gpu::kDeflateSegmentBytes) continue;
+    if (chunk < 2 * gpu::kDeflateSegmentBytes || chunk > gpu::inflate::kMaxSegments * gpu::kDeflateSegmentBytes)
+      continue;
     DeflateGpuResult enc;
     std::string error;
     if (!deflate_gpu_measure(data.data(), data.size(), chunk, 0, &enc, &error)) {

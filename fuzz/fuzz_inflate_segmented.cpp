@@ -45,8 +45,9 @@ Outcome inflate(const std::vector<std::uint8_t>& in, std::size_t cap, const std:
                                                   tandem::gpu::kDeflateSegmentBytes);
     const inf::SegmentStarts seg{starts->data(), count <= starts->size() ? count : 0u,
                                  tandem::gpu::kDeflateSegmentBytes};
-    o.r = inf::inflate_segmented(tandem::gpu::simt::Warp{}, src, in.size(), o.out.data(), cap, *tables, seg,
-                                 recs.data());
+    auto shared = std::make_unique<inf::SegmentShared>();
+    o.r = inf::inflate_segmented(tandem::gpu::simt::Team<inf::kSegmentWarps>{0, 1}, 0, src, in.size(), o.out.data(),
+                                 cap, *tables, seg, recs.data(), *shared);
   }
   FUZZ_ASSERT(guard_intact(o.out, cap));
   FUZZ_ASSERT(o.r.out_size <= cap);
@@ -102,7 +103,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     FUZZ_ASSERT(seg.r.status == inf::InflateStatus::ok);
     FUZZ_ASSERT(seg.out.size() == n && (n == 0 || std::memcmp(seg.out.data(), d, n) == 0));
     const bool huffman = !starts.empty() && starts[0] != 0;
-    FUZZ_ASSERT(seg.r.by_segments == (huffman && starts.size() >= 2 && starts.size() <= 32));
+    FUZZ_ASSERT(seg.r.by_segments == (huffman && starts.size() >= 2 && starts.size() <= inf::kMaxSegments));
   }
   return 0;
 }

@@ -149,8 +149,8 @@ TANDEM_HD std::uint32_t piece_length(std::uint32_t ml, std::uint32_t k) {
 // Where an inflate may start: the tokens never cross a multiple of
 // kStartBytes of the item's input, so that each such place begins a token,
 // and the pack pass reports that token's first bit (d_segment_starts). With
-// them a decoder takes an item's 2 KiB pieces at once, a lane each.
-inline constexpr std::uint32_t kStartBytes = 2048;
+// them a decoder takes an item's 1 KiB pieces at once, a lane each.
+inline constexpr std::uint32_t kStartBytes = 1024;
 static_assert(kSegmentSize % kStartBytes == 0, "every segment begins at a start");
 inline constexpr std::uint32_t kStartsPerSegment = kSegmentSize / kStartBytes;
 

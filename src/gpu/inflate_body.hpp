@@ -775,8 +775,11 @@ TANDEM_HD InflateResult inflate_from(BitReader& br, std::size_t at, const std::u
 // A decoded match waits as a SegmentMatch in the caller's records until the
 // literals of every segment are written.
 
-// Segments of at least this many bytes (smaller ones are not taken).
+// Segments of at least this many bytes (smaller ones are not taken), at
+// most kMaxSegments of them (a lane each of a team of kSegmentWarps warps).
 inline constexpr std::uint32_t kMinSegmentBytes = 1024;
+inline constexpr int kSegmentWarps = 2;
+inline constexpr std::uint32_t kMaxSegments = kSegmentWarps * simt::kWarpSize;
 
 // Where an item's segments start: starts[k], for k < count, is the bit (from
 // the item's first byte) where segment k's first token starts; segment k
@@ -843,116 +846,158 @@ TANDEM_HD WarpWriter warp_writer(const simt::Warp& w) {
 #endif
 }
 
+// What the warps of an item's team share while they take its segments (in
+// shared memory on the device).
+struct SegmentShared {
+  std::uint32_t count[kMaxSegments];  // the matches each segment recorded
+  std::uint32_t end_bit;              // where the last segment's tokens end
+  std::uint32_t end_out;              // and the output byte after them
+  std::uint32_t header;               // the first block's 3 header bits
+  std::uint32_t header_bad;           // nonzero: the header does not lead to segment 0
+  std::uint32_t segments_bad;         // nonzero: a segment did not hold up
+};
+
 // Inflates an item as inflate_stream's warp form does (the same statuses,
 // sizes and bytes), its first block by segments where `seg` holds up (see
-// above). recs: segment_records(capacity) records, or null (no segments).
-TANDEM_HD InflateResult inflate_segmented(const simt::Warp& w, const std::uint8_t* in, std::size_t in_size,
-                                          std::uint8_t* out, std::size_t capacity, InflateTables& t,
-                                          const SegmentStarts& seg, SegmentMatch* recs) {
-  const WarpWriter writer = warp_writer(w);
+// above), with a team of W warps: the segments go a lane each, the first
+// warp does the rest. `warp` is the calling warp's index in its block; the
+// result is the team's first warp's. recs: segment_records(capacity)
+// records, or null (no segments).
+template <int W>
+TANDEM_HD InflateResult inflate_segmented(const simt::Team<W>& team, int warp, const std::uint8_t* in,
+                                          std::size_t in_size, std::uint8_t* out, std::size_t capacity,
+                                          InflateTables& t, const SegmentStarts& seg, SegmentMatch* recs,
+                                          SegmentShared& sh) {
+  static_assert(W >= 1 && W * simt::kWarpSize <= static_cast<int>(kMaxSegments), "a lane a segment");
   const std::uint32_t k_count = seg.count;
   const bool usable = recs != nullptr && seg.starts != nullptr && k_count >= 2 &&
-                      k_count <= static_cast<std::uint32_t>(simt::kWarpSize) &&
+                      k_count <= static_cast<std::uint32_t>(W * simt::kWarpSize) &&
                       seg.segment_bytes >= kMinSegmentBytes && in != nullptr && out != nullptr &&
                       capacity <= 0xffffffffu &&
                       capacity > static_cast<std::size_t>(k_count - 1) * seg.segment_bytes;
-  if (!usable) return inflate_stream(in, in_size, out, capacity, t, writer);
+  InflateResult r;
+  // The first warp inflates the item from its first byte: without segments,
+  // or when they do not hold up.
+  const auto whole = [&] {
+    team.members(warp, [&](const simt::Warp& w, int m) {
+      if (m == 0) r = inflate_stream(in, in_size, out, capacity, t, warp_writer(w));
+    });
+    return r;
+  };
+  if (!usable) return whole();
 
-  // The first block's header, read by every lane alike (as inflate_stream
-  // reads it), its tables built in t.
-  BitReader br(in, in_size);
-  br.refill();
-  const std::uint32_t header = br.avail >= 3 ? br.peek(3) : 0u;
-  const std::uint32_t type = header >> 1;
-  if (type != 1 && type != 2) return inflate_stream(in, in_size, out, capacity, t, writer);
-  br.drop(3);
-  if (detail::read_tables(br, t, writer, type) != InflateStatus::ok || br.bit_position() != seg.starts[0])
-    return inflate_stream(in, in_size, out, capacity, t, writer);
+  // 0. The first block's header, read by the first warp's lanes alike (as
+  // inflate_stream reads it), its tables built in t.
+  team.members(warp, [&](const simt::Warp& w, int m) {
+    if (m != 0) return;
+    BitReader br(in, in_size);
+    br.refill();
+    const std::uint32_t header = br.avail >= 3 ? br.peek(3) : 0u;
+    const std::uint32_t type = header >> 1;
+    bool bad = type != 1 && type != 2;
+    if (!bad) {
+      br.drop(3);
+      bad = detail::read_tables(br, t, warp_writer(w), type) != InflateStatus::ok ||
+            br.bit_position() != seg.starts[0];
+    }
+    w.each([&](int l) {
+      if (l != 0) return;
+      sh.header = header;
+      sh.header_bad = bad ? 1u : 0u;
+      sh.segments_bad = 0;
+    });
+  });
+  team.sync();
+  if (sh.header_bad != 0) return whole();
 
   // 1. Each lane its segment: the literals written, the matches recorded.
   const auto cap32 = static_cast<std::uint32_t>(capacity);
-  simt::Lanes<std::uint32_t> count = w.map([](int) { return 0u; });  // the lane's matches
-  simt::Lanes<std::uint32_t> end_bit = count;  // where the lane's tokens end
-  simt::Lanes<std::uint32_t> end_out = count;  // the output byte after them
-  simt::Lanes<bool> good = w.map([](int) { return true; });
-  w.each([&](int l) {
-    const auto k = static_cast<std::uint32_t>(l);
-    if (k >= k_count) return;
-    const bool last = k + 1 == k_count;
-    std::uint32_t pos = k * seg.segment_bytes;
-    const std::uint32_t end = last ? cap32 : pos + seg.segment_bytes;
-    BitReader lane_br(in, in_size);
-    if (!lane_br.seek_bit(seg.starts[k])) {
-      good[l] = false;
-      return;
-    }
-    const InflateStatus s =
-        detail::decode_segment(lane_br, t, out, pos, end, last, recs + (k * seg.segment_bytes) / 3, &count[l]);
-    end_bit[l] = static_cast<std::uint32_t>(lane_br.bit_position());
-    end_out[l] = pos;
-    good[l] = s == InflateStatus::ok && (last || end_bit[l] == seg.starts[k + 1]);
+  team.members(warp, [&](const simt::Warp& w, int m) {
+    w.each([&](int l) {
+      const auto k = static_cast<std::uint32_t>(m * simt::kWarpSize + l);
+      if (k >= k_count) return;
+      const bool last = k + 1 == k_count;
+      std::uint32_t pos = k * seg.segment_bytes;
+      const std::uint32_t end = last ? cap32 : pos + seg.segment_bytes;
+      BitReader lane_br(in, in_size);
+      bool good = lane_br.seek_bit(seg.starts[k]);
+      std::uint32_t count = 0;
+      if (good) {
+        const InflateStatus s =
+            detail::decode_segment(lane_br, t, out, pos, end, last, recs + (k * seg.segment_bytes) / 3, &count);
+        const auto end_bit = static_cast<std::uint32_t>(lane_br.bit_position());
+        good = s == InflateStatus::ok && (last || end_bit == seg.starts[k + 1]);
+        if (last) {
+          sh.end_bit = end_bit;
+          sh.end_out = pos;
+        }
+      }
+      sh.count[k] = count;
+      if (!good) simt::atomic_or_block(&sh.segments_bad, 1u);
+    });
   });
-  w.sync();  // every lane's literals are written before any match reads them
-  if (w.ballot(good) != simt::kFullMask) return inflate_stream(in, in_size, out, capacity, t, writer);
+  team.sync();  // every segment's literals are written before any match reads them
+  if (sh.segments_bad != 0) return whole();
 
-  // 2. The matches in output order, 32 at a time, a match a lane, in rounds:
-  // a match goes once every lower match of its group whose bytes it reads
-  // (other than its own) has gone; the lowest waiting one always can.
-  for (std::uint32_t k = 0; k < k_count; ++k) {
-    const std::uint32_t n = w.shfl(count, static_cast<int>(k));
-    const SegmentMatch* list = recs + (k * seg.segment_bytes) / 3;
-    for (std::uint32_t g = 0; g < n; g += simt::kWarpSize) {
-      const simt::Lanes<SegmentMatch> m = w.map([&](int l) -> SegmentMatch {
-        const std::uint32_t i = g + static_cast<std::uint32_t>(l);
-        return i < n ? list[i] : SegmentMatch{0, 0};
-      });
-      const simt::Lanes<std::uint32_t> dst = w.map([&](int l) { return m[l].dst; });
-      const simt::Lanes<std::uint32_t> dst_end = w.map([&](int l) { return m[l].dst + (m[l].length_distance & 0xffffu); });
-      // What a match reads that it does not write itself: [src, read_end).
-      const simt::Lanes<std::uint32_t> src = w.map([&](int l) { return m[l].dst - (m[l].length_distance >> 16); });
-      const simt::Lanes<std::uint32_t> read_end = w.map([&](int l) {
-        return dst_end[l] - (m[l].length_distance >> 16) < m[l].dst ? dst_end[l] - (m[l].length_distance >> 16)
-                                                                     : m[l].dst;
-      });
-      // The lower matches each one reads from.
-      simt::Lanes<std::uint32_t> needs = w.map([](int) { return 0u; });
-      for (int j = 0; j < simt::kWarpSize - 1; ++j) {
-        const std::uint32_t jd = w.shfl(dst, j);
-        const std::uint32_t je = w.shfl(dst_end, j);
-        w.each([&](int l) {
-          if (j < l && jd < read_end[l] && je > src[l]) needs[l] |= 1u << j;
+  team.members(warp, [&](const simt::Warp& w, int m) {
+    if (m != 0) return;
+    // 2. The matches in output order, 32 at a time, a match a lane, in
+    // rounds: a match goes once every lower match of its group whose bytes
+    // it reads (other than its own) has gone; the lowest waiting one always
+    // can.
+    for (std::uint32_t k = 0; k < k_count; ++k) {
+      const std::uint32_t n = sh.count[k];
+      const SegmentMatch* list = recs + (k * seg.segment_bytes) / 3;
+      for (std::uint32_t g = 0; g < n; g += simt::kWarpSize) {
+        const simt::Lanes<SegmentMatch> mt = w.map([&](int l) -> SegmentMatch {
+          const std::uint32_t i = g + static_cast<std::uint32_t>(l);
+          return i < n ? list[i] : SegmentMatch{0, 0};
         });
-      }
-      std::uint32_t waiting = w.ballot(w.map([&](int l) { return g + static_cast<std::uint32_t>(l) < n; }));
-      while (waiting != 0u) {
-        const std::uint32_t go = w.ballot(
-            w.map([&](int l) { return ((waiting >> l) & 1u) != 0u && (needs[l] & waiting) == 0u; }));
-        w.each([&](int l) {
-          if ((go >> l) & 1u)
-            simt::lane_match(out, m[l].dst, m[l].length_distance >> 16, m[l].length_distance & 0xffffu);
+        const simt::Lanes<std::uint32_t> dst = w.map([&](int l) { return mt[l].dst; });
+        const simt::Lanes<std::uint32_t> dst_end =
+            w.map([&](int l) { return mt[l].dst + (mt[l].length_distance & 0xffffu); });
+        // What a match reads that it does not write itself: [src, read_end).
+        const simt::Lanes<std::uint32_t> src = w.map([&](int l) { return mt[l].dst - (mt[l].length_distance >> 16); });
+        const simt::Lanes<std::uint32_t> read_end = w.map([&](int l) {
+          return dst_end[l] - (mt[l].length_distance >> 16) < mt[l].dst ? dst_end[l] - (mt[l].length_distance >> 16)
+                                                                          : mt[l].dst;
         });
-        w.sync();
-        waiting &= ~go;
+        // The lower matches each one reads from.
+        simt::Lanes<std::uint32_t> needs = w.map([](int) { return 0u; });
+        for (int j = 0; j < simt::kWarpSize - 1; ++j) {
+          const std::uint32_t jd = w.shfl(dst, j);
+          const std::uint32_t je = w.shfl(dst_end, j);
+          w.each([&](int l) {
+            if (j < l && jd < read_end[l] && je > src[l]) needs[l] |= 1u << j;
+          });
+        }
+        std::uint32_t waiting = w.ballot(w.map([&](int l) { return g + static_cast<std::uint32_t>(l) < n; }));
+        while (waiting != 0u) {
+          const std::uint32_t go = w.ballot(
+              w.map([&](int l) { return ((waiting >> l) & 1u) != 0u && (needs[l] & waiting) == 0u; }));
+          w.each([&](int l) {
+            if ((go >> l) & 1u)
+              simt::lane_match(out, mt[l].dst, mt[l].length_distance >> 16, mt[l].length_distance & 0xffffu);
+          });
+          w.sync();
+          waiting &= ~go;
+        }
       }
     }
-  }
 
-  // 3. The rest of the stream (the chunk's closing stored block, or more
-  // blocks), as inflate_stream goes on after a block.
-  const std::uint32_t last_bit = w.shfl(end_bit, static_cast<int>(k_count - 1));
-  const std::uint32_t last_out = w.shfl(end_out, static_cast<int>(k_count - 1));
-  InflateResult r;
-  if ((header & 1u) != 0) {
-    br.seek_bit(last_bit);
-    r.end = InflateEnd::final_block;
-    r.out_size = last_out;
-    r.in_used = br.bytes_used();
+    // 3. The rest of the stream (the chunk's closing stored block, or more
+    // blocks), as inflate_stream goes on after a block.
+    BitReader br(in, in_size);
+    br.seek_bit(sh.end_bit);
+    if ((sh.header & 1u) != 0) {
+      r.end = InflateEnd::final_block;
+      r.out_size = sh.end_out;
+      r.in_used = br.bytes_used();
+    } else {
+      r = inflate_from(br, sh.end_out, in, in_size, out, capacity, t, warp_writer(w));
+    }
     r.by_segments = true;
-    return r;
-  }
-  br.seek_bit(last_bit);
-  r = inflate_from(br, last_out, in, in_size, out, capacity, t, writer);
-  r.by_segments = true;
+  });
   return r;
 }
 

@@ -21,30 +21,38 @@ constexpr int kWarpThreads = 32;
 constexpr int kWarpsPerBlock = 4;
 constexpr int kThreads = kWarpsPerBlock * kWarpThreads;
 
+// A team of W warps per item (W = 1 without segment starts; with them
+// inflate::kSegmentWarps, a lane per segment), kWarpsPerBlock / W items a
+// block.
+template <int W>
 __global__ void __launch_bounds__(kThreads) inflate_kernel(const void* const* in_ptrs, const std::size_t* in_sizes,
                                                            std::size_t num_items, void* const* out_ptrs,
                                                            const std::size_t* out_capacities, std::size_t* out_sizes,
                                                            InflateStatus* statuses, InflateEnd* ends,
                                                            std::size_t* in_used, InflateSegments segments,
                                                            SegmentMatch* records, std::size_t records_per_item) {
-  __shared__ inflate::InflateTables tables[kWarpsPerBlock];
-  const unsigned warp = threadIdx.x / kWarpThreads;
-  const std::size_t item = static_cast<std::size_t>(blockIdx.x) * kWarpsPerBlock + warp;
-  if (item >= num_items) return;  // the whole warp
+  constexpr int kTeams = kWarpsPerBlock / W;
+  __shared__ inflate::InflateTables tables[kTeams];
+  __shared__ inflate::SegmentShared shared[kTeams];
+  const int warp = static_cast<int>(threadIdx.x) / kWarpThreads;
+  const int team = warp / W;
+  const std::size_t item = static_cast<std::size_t>(blockIdx.x) * kTeams + static_cast<std::size_t>(team);
+  if (item >= num_items) return;  // the whole team
   const std::size_t in_size = in_sizes[item];
   const std::size_t capacity = out_capacities[item];
   inflate::InflateResult r;
   if (in_size > kMaxItemSize || capacity > kMaxItemSize) {
     r.status = InflateStatus::invalid_item;
   } else {
-    const std::uint32_t count = inflate_segment_count(segments, capacity);
+    const std::uint32_t count = W > 1 ? inflate_segment_count(segments, capacity) : 0u;
     const inflate::SegmentStarts starts{count ? segments.d_starts + item * segments.per_item : nullptr, count,
                                         segments.segment_bytes};
-    r = inflate::inflate_segmented(simt::Warp{}, static_cast<const std::uint8_t*>(in_ptrs[item]), in_size,
-                                   static_cast<std::uint8_t*>(out_ptrs[item]), capacity, tables[warp], starts,
-                                   count ? records + item * records_per_item : nullptr);
+    r = inflate::inflate_segmented(simt::Team<W>{team * W, 1 + team}, warp,
+                                   static_cast<const std::uint8_t*>(in_ptrs[item]), in_size,
+                                   static_cast<std::uint8_t*>(out_ptrs[item]), capacity, tables[team], starts,
+                                   count ? records + item * records_per_item : nullptr, shared[team]);
   }
-  if (threadIdx.x % kWarpThreads == 0) {
+  if (threadIdx.x % (W * kWarpThreads) == 0) {
     out_sizes[item] = r.out_size;
     if (statuses) statuses[item] = r.status;
     if (ends) ends[item] = r.end;
@@ -78,12 +86,17 @@ Status inflate_async(const void* const* d_in_ptrs, const std::size_t* d_in_sizes
       return {StatusCode::invalid_argument, "temporary storage too small for the segment starts"};
     records_per_item = inflate::segment_records(segments.max_capacity);
   }
-  const std::size_t blocks = (num_items + kWarpsPerBlock - 1) / kWarpsPerBlock;
-  if (blocks > 0x7fffffffu) return {StatusCode::invalid_argument, "too many items for one launch"};
-  inflate_kernel<<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(
-      d_in_ptrs, d_in_sizes, num_items, d_out_ptrs, d_out_capacities, d_out_sizes, d_statuses, d_ends, d_in_used,
-      segments, static_cast<SegmentMatch*>(d_temp), records_per_item);
-  return launch_status();
+  const auto launch = [&](auto kernel, int warps_per_item) {
+    const std::size_t per_block = kWarpsPerBlock / warps_per_item;
+    const std::size_t blocks = (num_items + per_block - 1) / per_block;
+    if (blocks > 0x7fffffffu) return Status{StatusCode::invalid_argument, "too many items for one launch"};
+    kernel<<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(
+        d_in_ptrs, d_in_sizes, num_items, d_out_ptrs, d_out_capacities, d_out_sizes, d_statuses, d_ends, d_in_used,
+        segments, static_cast<SegmentMatch*>(d_temp), records_per_item);
+    return launch_status();
+  };
+  if (segments.d_starts != nullptr) return launch(inflate_kernel<inflate::kSegmentWarps>, inflate::kSegmentWarps);
+  return launch(inflate_kernel<1>, 1);
 }
 
 }  // namespace tandem::gpu

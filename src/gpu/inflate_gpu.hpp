@@ -38,8 +38,8 @@ using inflate::SegmentMatch;
 // starts do not hold up is inflated from its first byte, with the same
 // result. Item i has ceil(d_out_capacities[i] / segment_bytes) segments (so
 // its capacity must be its exact size), and is inflated without its starts
-// when that is below 2 or above min(per_item, 32), or its capacity is over
-// max_capacity.
+// when that is below 2 or above min(per_item, inflate::kMaxSegments), or its
+// capacity is over max_capacity.
 struct InflateSegments {
   const std::uint32_t* d_starts = nullptr;  // device [num_items * per_item]: item i's from i * per_item on; null: none
   std::size_t per_item = 0;
@@ -92,7 +92,7 @@ TANDEM_HD std::uint32_t inflate_segment_count(const InflateSegments& segments, s
       capacity > segments.max_capacity)
     return 0;
   const std::size_t k = (capacity + segments.segment_bytes - 1) / segments.segment_bytes;
-  if (k < 2 || k > segments.per_item || k > 32) return 0;
+  if (k < 2 || k > segments.per_item || k > inflate::kMaxSegments) return 0;
   return static_cast<std::uint32_t>(k);
 }
 

@@ -12,6 +12,7 @@ void inflate_emulated(const void* const* in_ptrs, const std::size_t* in_sizes, s
                       InflateStatus* statuses, InflateEnd* ends, std::size_t* in_used,
                       const InflateSegments& segments) {
   auto tables = std::make_unique<inflate::InflateTables>();
+  auto shared = std::make_unique<inflate::SegmentShared>();
   std::vector<SegmentMatch> records;
   InflateSegments host = segments;
   host.max_capacity = kMaxItemSize;
@@ -24,9 +25,10 @@ void inflate_emulated(const void* const* in_ptrs, const std::size_t* in_sizes, s
       if (count != 0) records.resize(inflate::segment_records(out_capacities[i]));
       const inflate::SegmentStarts starts{count ? segments.d_starts + i * segments.per_item : nullptr, count,
                                           segments.segment_bytes};
-      r = inflate::inflate_segmented(simt::Warp{}, static_cast<const std::uint8_t*>(in_ptrs[i]), in_sizes[i],
+      r = inflate::inflate_segmented(simt::Team<inflate::kSegmentWarps>{0, 1}, 0,
+                                     static_cast<const std::uint8_t*>(in_ptrs[i]), in_sizes[i],
                                      static_cast<std::uint8_t*>(out_ptrs[i]), out_capacities[i], *tables, starts,
-                                     count ? records.data() : nullptr);
+                                     count ? records.data() : nullptr, *shared);
     }
     out_sizes[i] = r.out_size;
     if (statuses) statuses[i] = r.status;

@@ -94,8 +94,9 @@ bool by_segments(const Bytes& in, std::size_t capacity, const std::vector<std::u
   auto tables = std::make_unique<gpu::inflate::InflateTables>();
   std::vector<gpu::SegmentMatch> recs(gpu::inflate::segment_records(capacity));
   const gpu::inflate::SegmentStarts seg{starts.data(), static_cast<std::uint32_t>(starts.size()), segment_bytes};
-  return gpu::inflate::inflate_segmented(gpu::simt::Warp{}, in.data(), in.size(), out.data(), capacity, *tables, seg,
-                                         recs.data())
+  auto shared = std::make_unique<gpu::inflate::SegmentShared>();
+  return gpu::inflate::inflate_segmented(gpu::simt::Team<gpu::inflate::kSegmentWarps>{0, 1}, 0, in.data(), in.size(),
+                                         out.data(), capacity, *tables, seg, recs.data(), *shared)
       .by_segments;
 }
 
@@ -108,16 +109,16 @@ void expect_round_trip(const Bytes& data) {
   EXPECT_EQ(with.used, c.stream.size());
   EXPECT_TRUE(with.out == data);
   expect_same(with, run(c.stream, data.size(), {}));
-  // Every Huffman-coded chunk of 2 to 32 segments is taken by segments.
+  // Every Huffman-coded chunk of 2 to kMaxSegments segments is taken by segments.
   const bool huffman = c.starts[0] != 0;
-  const bool fits = c.starts.size() >= 2 && c.starts.size() <= 32;
+  const bool fits = c.starts.size() >= 2 && c.starts.size() <= gpu::inflate::kMaxSegments;
   EXPECT_EQ(by_segments(c.stream, data.size(), c.starts), huffman && fits);
 }
 
 std::vector<std::size_t> edge_sizes() {
   return {1,           100,         kSeg - 1,        kSeg,           kSeg + 1,      2 * kSeg - 1, 2 * kSeg,
           2 * kSeg + 1, 3 * kSeg + 7, 65535,         65536,          65537,         100000,       32 * kSeg,
-          33 * kSeg};
+          33 * kSeg,   64 * kSeg,   65 * kSeg};
 }
 
 TEST(InflateSegmented, GpuEncoderChunksAtSegmentEdges) {
