@@ -1,9 +1,10 @@
 // The batched inflate of gpu/inflate_gpu.hpp on CUDA: one kernel, a warp per
 // item. The warp runs inflate_body.hpp's warp form: every lane parses the
 // same bits with the same tables (so the parse never diverges), the tables
-// sit in shared memory (one set per warp, about 4.9 KiB), and the lanes
+// sit in shared memory (one set per item, about 4.9 KiB), and the lanes
 // share the match and stored-block writes; with segment starts, the lanes
-// decode an item's segments at once (inflate_segmented). Nothing runs on the
+// decode an item's segments at once (inflate_segmented), a team of two warps
+// an item when items may have more than 32 segments. Nothing runs on the
 // host but the argument checks and the launch.
 #include <cuda_runtime.h>
 
@@ -21,9 +22,9 @@ constexpr int kWarpThreads = 32;
 constexpr int kWarpsPerBlock = 4;
 constexpr int kThreads = kWarpsPerBlock * kWarpThreads;
 
-// A team of W warps per item (W = 1 without segment starts; with them
-// inflate::kSegmentWarps, a lane per segment), kWarpsPerBlock / W items a
-// block.
+// A team of W warps per item, kWarpsPerBlock / W items a block: one warp
+// without segment starts or with at most 32 segments an item, else
+// inflate::kSegmentWarps (a lane per segment).
 template <int W>
 __global__ void __launch_bounds__(kThreads) inflate_kernel(const void* const* in_ptrs, const std::size_t* in_sizes,
                                                            std::size_t num_items, void* const* out_ptrs,
@@ -44,7 +45,7 @@ __global__ void __launch_bounds__(kThreads) inflate_kernel(const void* const* in
   if (in_size > kMaxItemSize || capacity > kMaxItemSize) {
     r.status = InflateStatus::invalid_item;
   } else {
-    const std::uint32_t count = W > 1 ? inflate_segment_count(segments, capacity) : 0u;
+    const std::uint32_t count = inflate_segment_count(segments, capacity);
     const inflate::SegmentStarts starts{count ? segments.d_starts + item * segments.per_item : nullptr, count,
                                         segments.segment_bytes};
     r = inflate::inflate_segmented(simt::Team<W>{team * W, 1 + team}, warp,
@@ -95,7 +96,9 @@ Status inflate_async(const void* const* d_in_ptrs, const std::size_t* d_in_sizes
         segments, static_cast<SegmentMatch*>(d_temp), records_per_item);
     return launch_status();
   };
-  if (segments.d_starts != nullptr) return launch(inflate_kernel<inflate::kSegmentWarps>, inflate::kSegmentWarps);
+  const bool team = segments.d_starts != nullptr &&
+                    segments.max_capacity > std::size_t{kWarpThreads} * segments.segment_bytes;
+  if (team) return launch(inflate_kernel<inflate::kSegmentWarps>, inflate::kSegmentWarps);
   return launch(inflate_kernel<1>, 1);
 }
 
