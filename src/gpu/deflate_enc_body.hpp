@@ -16,10 +16,12 @@
 //     prime reach plus a segment), inside deflate's window; its matches lie
 //     inside their segment and are at least 4 bytes.
 //  2. tokenize (a warp per segment): the records become deflate tokens (a
-//     literal or a match each; a match longer than 258 bytes in pieces of
-//     at most 258 and at least 3), and the segment's literal/length and
-//     distance histograms. Each segment's tokens cover its own bytes, so a
-//     segment's trailing literals are its own, not carried into the next.
+//     literal or a match each; a match cut at every multiple of kStartBytes
+//     it crosses, each part longer than 258 bytes in pieces of at most 258
+//     and at least 3, a part under 3 bytes as literals), and the segment's
+//     literal/length and distance histograms. Each segment's tokens cover
+//     its own bytes, so a segment's trailing literals are its own, not
+//     carried into the next.
 //  3. plan (a warp per item): the item's histograms summed, the used
 //     symbols sorted by the lanes together, length-limited Huffman codes
 //     built by one lane in shared memory (huffman_encode.hpp), the dynamic
@@ -32,7 +34,8 @@
 //     codes, a warp prefix sum for their bit offsets, OR-ed into a staging
 //     area in shared memory; the words completed go out as plain stores,
 //     except the segment's first and last, which a neighbour may share
-//     (atomic OR into the item's zeroed words).
+//     (atomic OR into the item's zeroed words); the bit of the token at
+//     each multiple of kStartBytes is the start the decoder takes.
 //  5. finish (a thread block per item): the header, the end-of-block code
 //     and the empty stored block added, then the bytes copied out; or the
 //     stored coding written straight from the input.
@@ -71,7 +74,9 @@ inline constexpr std::uint32_t kMaxStoredBlock = 65535;
 //   8 KiB segments primed with 24 KiB every 3rd position, 2^12-entry
 //   tables (lz4k's shape): 24,863,943 bytes (1.075x), 29.4 GB/s
 //   device-resident on the H100 (256 KiB chunks: 24,427,777, 29.8 GB/s;
-//   16 KiB: 26,898,349, 16.9 GB/s)
+//   16 KiB: 26,898,349, 16.9 GB/s); with the matches cut at every 1 KiB
+//   (the decoder's starts), 24,964,377 bytes (1.080x), 39.6 GB/s on the
+//   H100 (docs/benchmarks/2026-11-28-h100-deflate-team.md)
 // Other shapes of lz4k's finder, measured in the emulation only (they would
 // change the LZ4 encoder's output, or need it to take them as parameters):
 // every position primed 24,679,449 (1.067x; the prime step hashes 3 times

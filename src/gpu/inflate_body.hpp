@@ -759,9 +759,9 @@ TANDEM_HD InflateResult inflate_from(BitReader& br, std::size_t at, const std::u
 // tandem's GPU encoder writes a chunk as one Huffman block whose tokens come
 // in segments of a fixed number of output bytes (the last segment: the
 // rest), and it knows the bit where each segment's tokens start. With those
-// starts, the lanes of a warp decode the segments at once, each lane one
-// segment (the parse, which is the slow part, in parallel); then the warp
-// copies the matches in output order. The starts are untrusted, and nothing
+// starts, the lanes of a team of warps decode the segments at once, each
+// lane one segment (the parse, which is the slow part, in parallel); then
+// the team's first warp copies the matches in output order. The starts are untrusted, and nothing
 // depends on them but speed:
 //  - segment 0 must start where the block header ends, and segment k's
 //    tokens must fill exactly its bytes and end exactly at segment k + 1's
