@@ -136,7 +136,8 @@ bool libdeflate_measure(const Chunks& c, const Bytes& data, std::size_t chunk, i
 // The second table: the chunks tandem's GPU deflate encoder writes (made on
 // the device, each checked by the GPU inflate against the input), inflated
 // on the GPU with their segment starts and without, and by libdeflate on one
-// and on all threads. Chunk sizes of 2 to 32 segments only. Nonzero when
+// and on all threads. Chunk sizes of 2 to inflate::kMaxSegments segments
+// only. Nonzero when
 // something fails other than the want of a GPU.
 int gpu_written_table(const InflateBenchConfig& config, const Bytes& data, int threads, nlohmann::json* j,
                       std::string* device) {

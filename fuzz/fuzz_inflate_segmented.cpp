@@ -7,9 +7,9 @@
 // by the GPU deflate encoder's emulation, which also gives the segment
 // starts. The control byte picks what is inflated: the chunk as written
 // (which must give back the data, by segments when it is Huffman-coded in
-// 2 to 32 segments), the chunk with bytes flipped, the chunk cut short, the
-// starts moved, a capacity above or below the data's size, or the data
-// itself as a stream under the chunk's starts.
+// 2 to kMaxSegments segments), the chunk with bytes flipped, the chunk cut
+// short, the starts moved, a capacity above or below the data's size, or
+// the data itself as a stream under the chunk's starts.
 #include <cstddef>
 #include <cstdint>
 #include <cstring>

@@ -171,7 +171,7 @@ TANDEM_HD std::uint32_t part_length(std::uint32_t at, std::uint32_t left) {
   return left < room ? left : room;
 }
 
-// The tokens of that match.
+// The tokens of that match (none for ml = 0).
 TANDEM_HD std::uint32_t match_tokens(std::uint32_t at, std::uint32_t ml) {
   std::uint32_t tokens = 0;
   for (std::uint32_t done = 0; done < ml;) {
@@ -244,9 +244,8 @@ TANDEM_HD void tokenize_segment(const Warp& w, const std::uint8_t* in, std::uint
       return r == records && pos + from[l] < seg_end ? seg_end - pos - from[l] : 0u;
     });
     const Lanes<std::uint32_t> ml = w.map([&](int l) { return lens[l] >> 16; });
-    const Lanes<std::uint32_t> ntok = w.map([&](int l) {
-      return lit[l] + (ml[l] ? match_tokens(pos + from[l] + lit[l], ml[l]) : 0u);
-    });
+    const Lanes<std::uint32_t> ntok =
+        w.map([&](int l) { return lit[l] + match_tokens(pos + from[l] + lit[l], ml[l]); });
     const Lanes<std::uint32_t> first = w.exclusive_sum(ntok);
     // (Tokens never outnumber the segment's bytes: each covers one or more.)
     const std::uint32_t total = w.sum(ntok);

@@ -59,7 +59,8 @@ Status deflate_compress_emulated(const std::uint8_t* in, std::size_t n, std::vec
   std::vector<std::uint32_t> starts(static_cast<std::size_t>(segments) * enc::kStartsPerSegment, 0);
   for (std::uint32_t s = 0; s < segments; ++s) {
     enc::pack_segment(w, *plan, tokens.data() + static_cast<std::size_t>(s) * enc::kSegmentSize, counts[s],
-                      words.data(), seg_at[s], stage, starts.data() + static_cast<std::size_t>(s) * enc::kStartsPerSegment);
+                      words.data(), seg_at[s], stage,
+                      starts.data() + static_cast<std::size_t>(s) * enc::kStartsPerSegment);
   }
   enc::finish_words(*plan, words.data());
   out->resize(plan->out_bytes);

@@ -753,7 +753,6 @@ TANDEM_HD InflateResult inflate_from(BitReader& br, std::size_t at, const std::u
   return r;
 }
 
-
 // ------------------------------------------------------- segmented form ----
 //
 // tandem's GPU encoder writes a chunk as one Huffman block whose tokens come
@@ -761,8 +760,8 @@ TANDEM_HD InflateResult inflate_from(BitReader& br, std::size_t at, const std::u
 // rest), and it knows the bit where each segment's tokens start. With those
 // starts, the lanes of a team of warps decode the segments at once, each
 // lane one segment (the parse, which is the slow part, in parallel); then
-// the team's first warp copies the matches in output order. The starts are untrusted, and nothing
-// depends on them but speed:
+// the team's first warp copies the matches in output order. The starts are
+// untrusted, and nothing depends on them but speed:
 //  - segment 0 must start where the block header ends, and segment k's
 //    tokens must fill exactly its bytes and end exactly at segment k + 1's
 //    start bit, so each lane's tokens are the ones a decode from the start

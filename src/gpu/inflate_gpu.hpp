@@ -33,8 +33,8 @@ using inflate::SegmentMatch;
 
 // Where the segments of each item's first block start, as tandem's GPU
 // deflate encoder reports them (deflate_compress_async's d_segment_starts):
-// with them a warp decodes an item's segments at once, a lane each (see
-// inflate_body.hpp's segmented form). The starts are untrusted: an item whose
+// with them a team of warps decodes an item's segments at once, a lane each
+// (see inflate_body.hpp's segmented form). The starts are untrusted: an item whose
 // starts do not hold up is inflated from its first byte, with the same
 // result. Item i has ceil(d_out_capacities[i] / segment_bytes) segments (so
 // its capacity must be its exact size), and is inflated without its starts

@@ -2,7 +2,7 @@
 // the batched kernel's emulation) on the CPU:
 // - chunks written by the GPU deflate encoder (its emulation), with the
 //   segment starts it reports, inflate to their data at every segment edge
-//   (sizes 1 .. 33 segments, random, constant, text-like, mixed, record and
+//   (sizes 1 .. 65 segments, random, constant, text-like, mixed, record and
 //   Silesia data), in either lane order, with the result of the warp form
 //   without starts;
 // - lying starts (moved by a bit or a byte, swapped, zero, past the input,
