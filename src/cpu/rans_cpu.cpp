@@ -72,15 +72,16 @@ Status encode(std::span<const std::uint8_t> in, const Params& params, std::span<
   const std::array<std::uint32_t, 256> counts = count_symbols(in);
   std::uint32_t freq[256];
   body::normalize(w, counts.data(), n, params.scale_bits, freq);
-  const std::uint32_t order = body::best_code_order(w, freq);
-  h.table_bytes = body::table_bytes(freq, order);
+  const body::TableCode code = body::best_table_code(w, freq);
+  h.table_bytes = code.bytes;
   body::EncSym table[256];
   body::build_enc_table(w, freq, params.scale_bits, table);
 
   std::size_t at = body::payloads_at(h);
   if (at > out.size()) return too_small;
   body::write_header(out.data(), h);
-  body::write_table(freq, order, out.data() + kHeaderBytes);
+  std::uint32_t scratch[body::kTableScratchWords];
+  body::write_table(w, freq, code.order, scratch, out.data() + kHeaderBytes);
   std::uint8_t* dir = out.data() + body::directory_at(h);
 
   std::vector<std::uint16_t> words(h.chunk_size);

@@ -166,81 +166,138 @@ TANDEM_HD std::uint32_t table_code_bits(const std::uint32_t* freq, std::uint32_t
   return bits;
 }
 
-// The order that codes freq in the fewest bits (the lowest of equals): lane
-// k tries order k. freq: 256 entries in memory the warp shares.
-TANDEM_HD std::uint32_t best_code_order(const Warp& w, const std::uint32_t* freq) {
-  static_assert(rans::kMaxCodeOrder < simt::kWarpSize, "a lane per order");
-  // At most 256 codes of 25 bits: the bit count fits above a 4-bit order.
-  const Lanes<std::uint32_t> key = w.map([&](int l) {
-    const std::uint32_t k = static_cast<std::uint32_t>(l);
-    return k <= rans::kMaxCodeOrder ? (table_code_bits(freq, k) << 4) | k : 0xFFFFFFFFu;
-  });
-  return w.min(key) & 15u;
-}
-
 TANDEM_HD std::uint32_t table_bytes(const std::uint32_t* freq, std::uint32_t k) {
   return static_cast<std::uint32_t>(rans::kTableHeadBytes) + (table_code_bits(freq, k) + 7) / 8;
 }
 
-// Writes the table (table_bytes(freq, k) bytes) to out, each byte once.
-TANDEM_HD void write_table(const std::uint32_t* freq, std::uint32_t k, std::uint8_t* out) {
-  out[0] = static_cast<std::uint8_t>(k);
-  for (int b = 0; b < kSymbols / 8; ++b) {
-    std::uint32_t m = 0;
-    for (int j = 0; j < 8; ++j) m |= (freq[8 * b + j] ? 1u : 0u) << j;
-    out[1 + b] = static_cast<std::uint8_t>(m);
-  }
-  std::uint8_t* bytes = out + rans::kTableHeadBytes;
-  std::uint64_t acc = 0;  // bits not yet written, lowest first
-  std::uint32_t held = 0;
-  for (int s = 0; s < kSymbols; ++s) {
-    if (!freq[s]) continue;
-    // nb - k zeros, a one, the low nb bits of u: (u << 1 | 1) << (nb - k)
-    // keeps u's top bit out of the code.
-    const std::uint32_t u = freq[s] - 1 + (1u << k);
-    const std::uint32_t nb = static_cast<std::uint32_t>(simt::last_set(u));
-    const std::uint64_t low = u & ((1u << nb) - 1u);
-    acc |= ((low << 1) | 1u) << (nb - k) << held;
-    held += 2 * nb + 1 - k;
-    while (held >= 8) {
-      *bytes++ = static_cast<std::uint8_t>(acc);
-      acc >>= 8;
-      held -= 8;
-    }
-  }
-  if (held) *bytes = static_cast<std::uint8_t>(acc);
+// A lane's symbols' frequencies (lane l: symbols 8l .. 8l + 7), in registers
+// on the device.
+struct LaneFreqs {
+  std::uint32_t f[kSymbolsPerLane];
+};
+TANDEM_HD Lanes<LaneFreqs> lane_freqs(const Warp& w, const std::uint32_t* freq) {
+  return w.map([&](int l) {
+    LaneFreqs m;
+    for (int j = 0; j < kSymbolsPerLane; ++j) m.f[j] = freq[l * kSymbolsPerLane + j];
+    return m;
+  });
 }
 
-// Reads the table t[0, tb) (tb >= kTableHeadBytes) into freq.
+// How a table is coded: the order that codes freq in the fewest bits (the
+// lowest of equals) and the table's size in bytes at that order.
+struct TableCode {
+  std::uint32_t order;
+  std::uint32_t bytes;
+};
+
+// freq: 256 entries in memory the warp shares. Each lane sums the code
+// lengths of its own symbols at every order; a warp sum per order.
+TANDEM_HD TableCode best_table_code(const Warp& w, const std::uint32_t* freq) {
+  const Lanes<LaneFreqs> mine = lane_freqs(w, freq);
+  std::uint32_t best = 0, best_bits = 0;
+  for (std::uint32_t k = 0; k <= rans::kMaxCodeOrder; ++k) {
+    const std::uint32_t bits = w.sum(w.map([&](int l) {
+      std::uint32_t b = 0;
+      for (int j = 0; j < kSymbolsPerLane; ++j) {
+        if (mine[l].f[j]) b += code_bits(mine[l].f[j] - 1, k);
+      }
+      return b;
+    }));
+    if (k == 0 || bits < best_bits) {
+      best = k;
+      best_bits = bits;
+    }
+  }
+  return {best, static_cast<std::uint32_t>(rans::kTableHeadBytes) + (best_bits + 7) / 8};
+}
+
+// Words of scratch write_table needs: the codes of the largest table.
+inline constexpr std::uint32_t kTableScratchWords =
+    static_cast<std::uint32_t>((rans::kMaxTableBytes - rans::kTableHeadBytes + 3) / 4);
+
+// Writes the table at order k (table_bytes(freq, k) bytes) to out, each
+// byte once, the warp together: each lane places its symbols' codes at its
+// place among the bits (a prefix sum of the lanes' code lengths) in
+// scratch, kTableScratchWords words the warp shares, then the warp copies
+// the bytes out. freq: 256 entries in memory the warp shares.
+TANDEM_HD void write_table(const Warp& w, const std::uint32_t* freq, std::uint32_t k, std::uint32_t* scratch,
+                           std::uint8_t* out) {
+  const Lanes<LaneFreqs> mine = lane_freqs(w, freq);
+  const Lanes<std::uint32_t> bits = w.map([&](int l) {
+    std::uint32_t b = 0;
+    for (int j = 0; j < kSymbolsPerLane; ++j) {
+      if (mine[l].f[j]) b += code_bits(mine[l].f[j] - 1, k);
+    }
+    return b;
+  });
+  const Lanes<std::uint32_t> first = w.exclusive_sum(bits);
+  const std::uint32_t total = w.sum(bits);
+  const std::uint32_t nbytes = (total + 7) / 8;
+  w.each([&](int l) {
+    for (std::uint32_t j = static_cast<std::uint32_t>(l); j < (total + 31) / 32; j += simt::kWarpSize) scratch[j] = 0;
+  });
+  w.sync();
+  w.each([&](int l) {
+    std::uint32_t at = first[l];
+    for (int j = 0; j < kSymbolsPerLane; ++j) {
+      if (!mine[l].f[j]) continue;
+      // nb - k zeros, a one, the low nb bits of u: (u << 1 | 1) << (nb - k)
+      // keeps u's top bit out of the code (at most 25 bits).
+      const std::uint32_t u = mine[l].f[j] - 1 + (1u << k);
+      const std::uint32_t nb = static_cast<std::uint32_t>(simt::last_set(u));
+      const std::uint32_t code = (((u & ((1u << nb) - 1u)) << 1) | 1u) << (nb - k);
+      const std::uint32_t len = 2 * nb + 1 - k;
+      const std::uint32_t shift = at % 32;
+      simt::atomic_or_block(&scratch[at / 32], code << shift);
+      if (shift + len > 32) simt::atomic_or_block(&scratch[at / 32 + 1], code >> (32 - shift));
+      at += len;
+    }
+  });
+  w.sync();
+  w.each([&](int l) {
+    if (l == 0) out[0] = static_cast<std::uint8_t>(k);
+    std::uint32_t present = 0;
+    for (int j = 0; j < kSymbolsPerLane; ++j) present |= (mine[l].f[j] ? 1u : 0u) << j;
+    out[1 + l] = static_cast<std::uint8_t>(present);
+    for (std::uint32_t j = static_cast<std::uint32_t>(l); j < nbytes; j += simt::kWarpSize) {
+      out[rans::kTableHeadBytes + j] = static_cast<std::uint8_t>(scratch[j / 4] >> (8 * (j % 4)));
+    }
+  });
+}
+
+// Reads the table t[0, tb) (tb >= kTableHeadBytes) into freq. Each code is
+// read from the 32 bits at its first bit (a code has at most 25), so a code
+// waits only on the position where the one before it ended.
 TANDEM_HD Error parse_table(const std::uint8_t* t, std::uint32_t tb, std::uint32_t scale_bits, std::uint32_t* freq) {
   const std::uint32_t k = t[0];
   if (k > rans::kMaxCodeOrder) return Error::bad_table;
   const std::uint8_t* bytes = t + rans::kTableHeadBytes;
   const std::uint32_t nbytes = tb - static_cast<std::uint32_t>(rans::kTableHeadBytes);
-  std::uint32_t next = 0;   // bytes[next] is the first byte not in buf
-  std::uint64_t buf = 0;    // `held` unread bits, lowest first; the bits above are zero
-  std::uint32_t held = 0;
+  const std::uint32_t nbits = 8 * nbytes;
+  // Bits [pos, pos + 32) of the codes, zeros past their end.
+  const auto window = [&](std::uint32_t pos) {
+    const std::uint32_t at = pos / 8;
+    std::uint64_t v = 0;
+    for (std::uint32_t i = 0; i < 5; ++i) {
+      if (at + i < nbytes) v |= static_cast<std::uint64_t>(bytes[at + i]) << (8 * i);
+    }
+    return static_cast<std::uint32_t>(v >> (pos % 8));
+  };
   const std::uint32_t total = 1u << scale_bits;
   std::uint32_t sum = 0;
+  std::uint32_t pos = 0;  // the next code's first bit
   for (int s = 0; s < kSymbols; ++s) {
     freq[s] = 0;
     if (!((t[1 + s / 8] >> (s % 8)) & 1u)) continue;
-    while (held <= 56 && next < nbytes) {
-      buf |= static_cast<std::uint64_t>(bytes[next++]) << held;
-      held += 8;
-    }
     // A code: zeros, a one, nb = zeros + k more bits; at most 12 + 1 + 12.
-    const std::uint32_t zeros =
-        (buf & 0xFFFFFFFFu) ? static_cast<std::uint32_t>(simt::first_set(static_cast<std::uint32_t>(buf)))
-                            : (buf ? 32u + static_cast<std::uint32_t>(simt::first_set(static_cast<std::uint32_t>(buf >> 32)))
-                                   : held);
-    if (zeros >= held || zeros + k > rans::kMaxScaleBits) return Error::bad_table;
+    const std::uint32_t bits = window(pos);
+    const auto zeros = static_cast<std::uint32_t>(simt::first_set(bits));  // 32 when no one bit
+    if (zeros + k > rans::kMaxScaleBits) return Error::bad_table;
     const std::uint32_t nb = zeros + k;
-    if (zeros + 1 + nb > held) return Error::bad_table;
-    buf >>= zeros + 1;
-    const std::uint32_t u = (1u << nb) | static_cast<std::uint32_t>(buf & ((1u << nb) - 1u));
-    buf >>= nb;
-    held -= zeros + 1 + nb;
+    const std::uint32_t len = zeros + 1 + nb;
+    if (len > nbits - pos) return Error::bad_table;
+    const std::uint32_t u = (1u << nb) | ((bits >> (zeros + 1)) & ((1u << nb) - 1u));
+    pos += len;
     const std::uint32_t f = u - (1u << k) + 1;
     if (f > total - sum) return Error::bad_table;
     sum += f;
@@ -248,7 +305,7 @@ TANDEM_HD Error parse_table(const std::uint8_t* t, std::uint32_t tb, std::uint32
   }
   if (sum != total) return Error::bad_table;  // also: no symbol present
   // The table ends in the byte that holds its last bit, padded with zeros.
-  if (next < nbytes || held >= 8 || buf != 0) return Error::bad_table;
+  if (nbits - pos >= 8 || (pos % 8 != 0 && (bytes[pos / 8] >> (pos % 8)) != 0)) return Error::bad_table;
   return Error::ok;
 }
 
@@ -530,35 +587,57 @@ TANDEM_HD std::uint32_t ring_align(const std::uint8_t* src) {
   return static_cast<std::uint32_t>(reinterpret_cast<std::uintptr_t>(src) & 3u);
 }
 
-// Puts the half at position p of the source src[0, len) (align =
-// ring_align(src)) into the encoder's ring (ring: the ring proper, with
-// kRingMirror bytes of storage below it, which get their mirror copy);
-// positions outside the source read as zero.
-// Reads nothing outside src[0, len). The caller syncs the warp before (the
-// half's old bytes are read) and after (each lane writes its own words).
-TANDEM_HD void ring_fill(const Warp& w, const std::uint8_t* src, std::uint32_t len, std::uint32_t align,
-                         std::uint32_t p, std::uint8_t* ring) {
+// A half's 4-byte loads (kRingLoads a lane), taken by ring_load and put
+// into the ring by ring_store: a coder issues the loads of its next half
+// right after a refill and stores them at the next one, so the loads are
+// in flight while it codes, and a refill waits on none.
+struct RingLoads {
+  std::uint32_t v[kRingLoads];
+};
+
+// Loads the half at position p of the source src[0, len) (align =
+// ring_align(src)) for the encoder's ring; positions outside the source
+// read as zero. Reads nothing outside src[0, len).
+TANDEM_HD Lanes<RingLoads> ring_load(const Warp& w, const std::uint8_t* src, std::uint32_t len, std::uint32_t align,
+                                     std::uint32_t p) {
   const std::uint32_t end = align + len;  // positions of the source: [align, end)
-  w.each([&](int l) {
-    std::uint32_t v[kRingLoads];
-    TANDEM_UNROLL
-    for (std::uint32_t j = 0; j < kRingLoads; ++j) {
-      const std::uint32_t q = p + 4 * (static_cast<std::uint32_t>(l) + simt::kWarpSize * j);
-      if (q >= align && q + 4 <= end) {
-        v[j] = simt::load_aligned_u32(src + (q - align));
-      } else {
-        v[j] = 0;
-        for (std::uint32_t b = 0; b < 4; ++b) {
-          if (q + b >= align && q + b < end) v[j] |= std::uint32_t{src[q + b - align]} << (8 * b);
-        }
+  return w.map([&](int l) {
+    RingLoads r;
+    if (p >= align && p + kRingHalf <= end) {  // the whole half lies in the source (the same in every lane)
+      TANDEM_UNROLL
+      for (std::uint32_t j = 0; j < kRingLoads; ++j) {
+        r.v[j] = simt::load_aligned_u32(src + (p + 4 * (static_cast<std::uint32_t>(l) + simt::kWarpSize * j) - align));
       }
+      return r;
     }
     TANDEM_UNROLL
     for (std::uint32_t j = 0; j < kRingLoads; ++j) {
       const std::uint32_t q = p + 4 * (static_cast<std::uint32_t>(l) + simt::kWarpSize * j);
+      if (q >= align && q + 4 <= end) {
+        r.v[j] = simt::load_aligned_u32(src + (q - align));
+      } else {
+        r.v[j] = 0;
+        for (std::uint32_t b = 0; b < 4; ++b) {
+          if (q + b >= align && q + b < end) r.v[j] |= std::uint32_t{src[q + b - align]} << (8 * b);
+        }
+      }
+    }
+    return r;
+  });
+}
+
+// Puts the loads of the half at position p into the encoder's ring (ring:
+// the ring proper, with kRingMirror bytes of storage below it, which get
+// their mirror copy). The caller syncs the warp before (the half's old
+// bytes are read) and after (each lane writes its own words).
+TANDEM_HD void ring_store(const Warp& w, const Lanes<RingLoads>& loads, std::uint32_t p, std::uint8_t* ring) {
+  w.each([&](int l) {
+    TANDEM_UNROLL
+    for (std::uint32_t j = 0; j < kRingLoads; ++j) {
+      const std::uint32_t q = p + 4 * (static_cast<std::uint32_t>(l) + simt::kWarpSize * j);
       const std::uint32_t r = q & (kRingBytes - 1);
-      simt::store_aligned_u32(ring + r, v[j]);
-      if (r >= kRingBytes - kRingMirror) simt::store_aligned_u32(ring - (kRingBytes - r), v[j]);
+      simt::store_aligned_u32(ring + r, loads[l].v[j]);
+      if (r >= kRingBytes - kRingMirror) simt::store_aligned_u32(ring - (kRingBytes - r), loads[l].v[j]);
     }
   });
 }
@@ -572,37 +651,78 @@ TANDEM_HD std::uint32_t ring_byte(const std::uint8_t* ring, std::uint32_t r) { r
 inline constexpr std::uint32_t kRingWords = kRingBytes / 2;
 inline constexpr std::uint32_t kRingHalfWords = kRingHalf / 2;
 
-// Puts words [k, k + kRingHalfWords) (k a multiple of kRingHalfWords) of
-// src[0, len) into the ring; bytes at len and past it read as zero. Each 4
-// bytes come from the two aligned 4-byte loads that hold them, joined by a
-// funnel shift, where both lie inside src[0, len), else byte by byte: reads
-// nothing outside src[0, len). The caller syncs the warp before and after,
-// as for ring_fill.
-TANDEM_HD void word_ring_fill(const Warp& w, const std::uint8_t* src, std::uint32_t len, std::uint32_t k,
-                              std::uint8_t* ring) {
+// A half of words as loaded, joined into the ring's 4-byte words only when
+// stored (so that loading waits on nothing). Where the whole half lies in
+// the source, v[j] is the aligned 4-byte load at or below the lane's j-th
+// 4 bytes; those bytes are then (next load : v[j]) >> 8 * align, the next
+// load being the next lane's v[j] (lane 31: lane 0's v[j + 1], or its own
+// `after` for the last j). Elsewhere (`joined`) v[j] holds the bytes.
+struct WordLoads {
+  std::uint32_t v[kRingLoads];
+  std::uint32_t after;
+  bool joined;
+};
+
+// Loads words [k, k + kRingHalfWords) (k a multiple of kRingHalfWords) of
+// src[0, len); bytes at len and past it read as zero. Reads nothing
+// outside src[0, len): where the half does not lie in it whole, each 4
+// bytes are read byte by byte.
+TANDEM_HD Lanes<WordLoads> word_ring_load(const Warp& w, const std::uint8_t* src, std::uint32_t len,
+                                          std::uint32_t k) {
   const std::uint32_t align = ring_align(src);
-  const std::uint32_t span = align ? 8u : 4u;  // bytes the aligned loads cover
-  w.each([&](int l) {
-    std::uint32_t v[kRingLoads];
+  const std::uint32_t span = align ? 8u : 4u;  // bytes the aligned loads of 4 bytes cover
+  // The same in every lane.
+  const bool whole = 2 * k >= align && 2 * k + kRingHalf - align + (span - 4) <= len;
+  return w.map([&](int l) {
+    WordLoads r;
+    r.joined = !whole;
+    r.after = 0;
     TANDEM_UNROLL
     for (std::uint32_t j = 0; j < kRingLoads; ++j) {
       const std::uint32_t q = 2 * k + 4 * (static_cast<std::uint32_t>(l) + simt::kWarpSize * j);  // src[q, q + 4)
-      if (q >= align && q - align + span <= len) {
-        const std::uint8_t* a = src + (q - align);
-        v[j] = simt::funnel(simt::load_aligned_u32(a), align ? simt::load_aligned_u32(a + 4) : 0u, align);
+      if (whole) {
+        r.v[j] = simt::load_aligned_u32(src + (q - align));
       } else {
-        v[j] = 0;
+        std::uint32_t v = 0;
         for (std::uint32_t b = 0; b < 4; ++b) {
-          if (q + b < len) v[j] |= std::uint32_t{src[q + b]} << (8 * b);
+          if (q + b < len) v |= std::uint32_t{src[q + b]} << (8 * b);
         }
+        r.v[j] = v;
       }
     }
-    TANDEM_UNROLL
-    for (std::uint32_t j = 0; j < kRingLoads; ++j) {
-      const std::uint32_t q = 2 * k + 4 * (static_cast<std::uint32_t>(l) + simt::kWarpSize * j);
-      simt::store_aligned_u32(ring + (q & (kRingBytes - 1)), v[j]);
+    if (whole && align && l == simt::kWarpSize - 1) {
+      r.after = simt::load_aligned_u32(src + (2 * k + kRingHalf - align));
     }
+    return r;
   });
+}
+
+// Puts the loads of words [k, k + kRingHalfWords) into the ring. The
+// caller syncs the warp before and after, as for ring_store.
+TANDEM_HD void word_ring_store(const Warp& w, const Lanes<WordLoads>& loads, const std::uint8_t* src,
+                               std::uint32_t k, std::uint8_t* ring) {
+  const std::uint32_t align = ring_align(src);
+  const bool join = align != 0 && !loads[0].joined;  // the same in every lane
+  const Lanes<int> next_lane = w.map([](int l) { return (l + 1) & (simt::kWarpSize - 1); });
+  TANDEM_UNROLL
+  for (std::uint32_t j = 0; j < kRingLoads; ++j) {
+    const Lanes<std::uint32_t> v = w.map([&](int l) { return loads[l].v[j]; });
+    Lanes<std::uint32_t> hi{};
+    if (join) {
+      const Lanes<std::uint32_t> right = w.shfl(v, next_lane);
+      const Lanes<std::uint32_t> wrap = w.map([&](int l) { return j + 1 < kRingLoads ? loads[l].v[j + 1] : loads[l].after; });
+      // Lane 31 takes lane 0's v[j + 1]; for the last j its own `after`.
+      const std::uint32_t first = w.shfl(wrap, 0);
+      hi = w.map([&](int l) {
+        if (l < simt::kWarpSize - 1) return right[l];
+        return j + 1 < kRingLoads ? first : loads[l].after;
+      });
+    }
+    w.each([&](int l) {
+      const std::uint32_t q = 2 * k + 4 * (static_cast<std::uint32_t>(l) + simt::kWarpSize * j);
+      simt::store_aligned_u32(ring + (q & (kRingBytes - 1)), join ? simt::funnel(v[l], hi[l], align) : v[l]);
+    });
+  }
 }
 
 TANDEM_HD std::uint32_t ring_word(const std::uint8_t* ring, std::uint32_t k) {
@@ -651,22 +771,28 @@ TANDEM_HD std::uint32_t encode_chunk(const Warp& w, const std::uint8_t* in, std:
   // one refill.
   const std::uint32_t align = ring_align(in);
   std::uint32_t low = 0;
+  Lanes<RingLoads> next_half{};  // the half below low, loaded ahead
+  const auto load_next = [&] {
+    if (low >= kRingHalf) next_half = ring_load(w, in, n, align, low - kRingHalf);
+  };
   if (steps > 0) {
     const std::uint32_t top = (align + steps * K + kRingHalf - 1) / kRingHalf * kRingHalf;
-    ring_fill(w, in, n, align, top - kRingHalf, ring);
+    ring_store(w, ring_load(w, in, n, align, top - kRingHalf), top - kRingHalf, ring);
     low = top >= kRingBytes ? top - kRingBytes : 0;
-    if (top >= kRingBytes) ring_fill(w, in, n, align, low, ring);
+    if (top >= kRingBytes) ring_store(w, ring_load(w, in, n, align, low), low, ring);
     w.sync();
+    load_next();
   }
   const auto refill_below = [&](std::uint32_t lowest) {
     if (lowest < low) {
       w.sync();
       low -= kRingHalf;
-      ring_fill(w, in, n, align, low, ring);
+      ring_store(w, next_half, low, ring);
       w.sync();
+      load_next();
     }
   };
-  std::uint16_t* next = words_end;  // the last word written: words go down from words_end
+  std::uint32_t written = 0;  // words written: words_end[-written, 0)
   const Lanes<std::uint32_t> below = w.map([](int l) { return (1u << l) - 1u; });  // the lanes below l
   // Step t, lane l's symbol symbol_at(l). `checked`: some lanes may have no
   // symbol at t (tested per lane); otherwise K = 32 and every lane codes one.
@@ -676,11 +802,11 @@ TANDEM_HD std::uint32_t encode_chunk(const Warp& w, const std::uint8_t* in, std:
     const Lanes<EncSym> e = w.map([&](int l) { return active(l) ? table[symbol_at(l)] : EncSym{0, 0, 0, 0}; });
     const Lanes<bool> emit = w.map([&](int l) { return active(l) && x[l] > e[l].emit; });
     const std::uint32_t mask = w.ballot(emit);
-    const std::uint32_t count = static_cast<std::uint32_t>(simt::popcount(mask));
-    next -= count;
+    written += static_cast<std::uint32_t>(simt::popcount(mask));
     w.each([&](int l) {
       if (emit[l]) {
-        next[simt::popcount(mask & below[l])] = static_cast<std::uint16_t>(x[l]);
+        words_end[static_cast<std::int32_t>(simt::popcount(mask & below[l])) - static_cast<std::int32_t>(written)] =
+            static_cast<std::uint16_t>(x[l]);
         x[l] >>= 16;
       }
       if (active(l)) x[l] = encode_step(x[l], e[l]);
@@ -713,7 +839,7 @@ TANDEM_HD std::uint32_t encode_chunk(const Warp& w, const std::uint8_t* in, std:
   w.each([&](int l) {
     if (static_cast<std::uint32_t>(l) < K) states[l] = x[l];
   });
-  return static_cast<std::uint32_t>(words_end - next);
+  return written;
 }
 
 // A chunk's states on the wire: a nibble per lane (low nibble first) of
@@ -811,18 +937,21 @@ TANDEM_HD Error decode_chunk(const Warp& w, const std::uint8_t* payload, std::ui
   // words_exhausted, as a test at every step would (nothing else can fail
   // before the end). Decoding stays bounded: n steps whatever the data.
   const std::uint32_t word_bytes = 2 * W;
-  word_ring_fill(w, words, word_bytes, 0, ring);
-  word_ring_fill(w, words, word_bytes, kRingHalfWords, ring);
+  word_ring_store(w, word_ring_load(w, words, word_bytes, 0), words, 0, ring);
+  word_ring_store(w, word_ring_load(w, words, word_bytes, kRingHalfWords), words, kRingHalfWords, ring);
   std::uint32_t filled = kRingWords;
   w.sync();
+  // Words [filled, filled + kRingHalfWords), loaded ahead.
+  Lanes<WordLoads> next_half = word_ring_load(w, words, word_bytes, filled);
   std::uint32_t used = 0;
   const Lanes<std::uint32_t> below = w.map([](int l) { return (1u << l) - 1u; });  // the lanes below l
   const auto refill_for = [&](std::uint32_t most) {
     if (used + most > filled) {
       w.sync();
-      word_ring_fill(w, words, word_bytes, filled, ring);
+      word_ring_store(w, next_half, words, filled, ring);
       filled += kRingHalfWords;
       w.sync();
+      next_half = word_ring_load(w, words, word_bytes, filled);
     }
   };
   // Step t, its output byte in lane l at dst(l). `checked`: some lanes may

@@ -52,8 +52,13 @@ constexpr int kItemWarps = 4;  // warps per block of the warp-per-item kernels
 constexpr int kItemThreads = kItemWarps * kWarpThreads;
 constexpr int kHistThreads = 256;
 constexpr std::uint32_t kHistTile = 64 * 1024;
+constexpr int kHistLoads = 4;  // 16-byte loads a histogram thread has in flight
 constexpr int kEncWarps = 4;
 constexpr int kDecWarps = 4;
+// Decode blocks an SM should hold: ten (as its shared memory allows) keep
+// the registers at 48 a thread; at 56 only nine fit, and a batch of 64 KiB
+// items (a block each) on a 132-SM device would need a second round.
+constexpr int kDecBlocksPerSm = 10;
 constexpr int kCopyBatch = 8;  // words per lane per round of the copy kernel
 constexpr std::size_t kAlign = 256;
 
@@ -207,15 +212,24 @@ __global__ void __launch_bounds__(kHistThreads) rans_histogram_kernel(CompressAr
       atomicAdd_block(&hist[in[k] * kWarpThreads + lane], 1u);
     }
     const auto* v = reinterpret_cast<const uint4*>(in + begin + head);
-    for (std::uint32_t k = threadIdx.x; k < vecs; k += kHistThreads) {
-      const uint4 q = v[k];
+    const auto count = [&](const uint4& q) {
       const std::uint32_t w4[4] = {q.x, q.y, q.z, q.w};
 #pragma unroll
       for (int j = 0; j < 4; ++j) {
 #pragma unroll
         for (int b = 0; b < 4; ++b) atomicAdd_block(&hist[((w4[j] >> (8 * b)) & 0xFF) * kWarpThreads + lane], 1u);
       }
+    };
+    // kHistLoads loads in flight a thread before their counts.
+    std::uint32_t k = threadIdx.x;
+    for (; k + (kHistLoads - 1) * kHistThreads < vecs; k += kHistLoads * kHistThreads) {
+      uint4 q[kHistLoads];
+#pragma unroll
+      for (int j = 0; j < kHistLoads; ++j) q[j] = v[k + j * kHistThreads];
+#pragma unroll
+      for (int j = 0; j < kHistLoads; ++j) count(q[j]);
     }
+    for (; k < vecs; k += kHistThreads) count(v[k]);
     __syncthreads();
     {
       // Thread s sums row s starting at column s % 32: the warp's reads fall
@@ -232,6 +246,7 @@ __global__ void __launch_bounds__(kHistThreads) rans_histogram_kernel(CompressAr
 
 __global__ void __launch_bounds__(kItemThreads) rans_table_kernel(CompressArgs a) {
   __shared__ std::uint32_t freq_all[kItemWarps][256];
+  __shared__ std::uint32_t scratch_all[kItemWarps][body::kTableScratchWords];
   const std::size_t i = warp_index();
   if (i >= a.n) return;
   std::uint32_t* freq = freq_all[threadIdx.x / kWarpThreads];
@@ -257,14 +272,14 @@ __global__ void __launch_bounds__(kItemThreads) rans_table_kernel(CompressArgs a
   } else {
     body::normalize(w, a.counts + i * 256, info.length, a.scale_bits, freq);
     __syncwarp();
-    const std::uint32_t order = body::best_code_order(w, freq);
-    h.table_bytes = body::table_bytes(freq, order);
+    const body::TableCode code = body::best_table_code(w, freq);
+    h.table_bytes = code.bytes;
     info.head = static_cast<std::uint32_t>(body::payloads_at(h));
     if (info.head > cap) {
       info.error = static_cast<std::int32_t>(Error::output_too_small);
-    } else if (lane_id() == 0) {
-      body::write_header(out, h);
-      body::write_table(freq, order, out + rans::kHeaderBytes);
+    } else {
+      if (lane_id() == 0) body::write_header(out, h);
+      body::write_table(w, freq, code.order, scratch_all[threadIdx.x / kWarpThreads], out + rans::kHeaderBytes);
     }
     body::build_enc_table(w, freq, a.scale_bits, a.enc + i * 256);
   }
@@ -507,7 +522,7 @@ __global__ void __launch_bounds__(kItemThreads) rans_prepare_kernel(DecompressAr
   }
 }
 
-__global__ void __launch_bounds__(kDecWarps * kWarpThreads) rans_decode_kernel(DecompressArgs a) {
+__global__ void __launch_bounds__(kDecWarps * kWarpThreads, kDecBlocksPerSm) rans_decode_kernel(DecompressArgs a) {
   __shared__ std::uint32_t table[256];
   // The slots, in the layout of the stream's scale (rans_body.hpp): 2^12
   // words, or up to 2^11 WideSlots, in the same 16 KiB.

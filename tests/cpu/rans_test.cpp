@@ -183,9 +183,17 @@ TEST(RansBody, TableCodeRoundTrips) {
     }
     std::uint32_t freq[256];
     body::normalize(gpu::simt::Warp{}, counts, total, scale, freq);
+    // The chosen order codes the table in the fewest bits, the lowest of equals.
+    const body::TableCode code = body::best_table_code(gpu::simt::Warp{}, freq);
+    ASSERT_EQ(code.bytes, body::table_bytes(freq, code.order));
+    for (std::uint32_t k = 0; k <= rans::kMaxCodeOrder; ++k) {
+      const std::uint32_t bits = body::table_code_bits(freq, k), best = body::table_code_bits(freq, code.order);
+      ASSERT_TRUE(bits > best || (bits == best && k >= code.order)) << "order " << k << " against " << code.order;
+    }
     for (std::uint32_t k = 0; k <= rans::kMaxCodeOrder; ++k) {
       Bytes t(body::table_bytes(freq, k));
-      body::write_table(freq, k, t.data());
+      std::uint32_t scratch[body::kTableScratchWords];
+      body::write_table(gpu::simt::Warp{}, freq, k, scratch, t.data());
       std::uint32_t back[256];
       ASSERT_EQ(body::parse_table(t.data(), static_cast<std::uint32_t>(t.size()), scale, back), Error::ok);
       ASSERT_TRUE(std::equal(freq, freq + 256, back));
@@ -499,12 +507,14 @@ class RansMalformed : public ::testing::Test {
   }
   // The stream with a new table (freq as given), everything else kept.
   Bytes with_table(const std::uint32_t* freq) const {
-    const std::uint32_t k = body::best_code_order(gpu::simt::Warp{}, freq);
-    const std::size_t tb = body::table_bytes(freq, k);
+    const body::TableCode code = body::best_table_code(gpu::simt::Warp{}, freq);
+    const std::uint32_t k = code.order;
+    const std::size_t tb = code.bytes;
     const std::size_t rest = stream_.size() - body::directory_at(h_);
     Bytes s(rans::kHeaderBytes + tb + rest);
     std::memcpy(s.data(), stream_.data(), rans::kHeaderBytes);
-    body::write_table(freq, k, s.data() + rans::kHeaderBytes);
+    std::uint32_t scratch[body::kTableScratchWords];
+    body::write_table(gpu::simt::Warp{}, freq, k, scratch, s.data() + rans::kHeaderBytes);
     std::memcpy(s.data() + rans::kHeaderBytes + tb, stream_.data() + body::directory_at(h_), rest);
     body::store_u16le(s.data() + 16, static_cast<std::uint32_t>(tb));
     return s;
