@@ -162,7 +162,7 @@ Status decode(std::span<const std::uint8_t> in, std::span<std::uint8_t> out, std
     std::vector<Slot> slots(scale);
     body::fill_slots(w, fc, 0, scale, slots.data());
     const std::uint8_t* dir = in.data() + body::directory_at(h);
-    alignas(4) std::uint8_t ring[body::kRingBytes];
+    alignas(4) std::uint8_t ring[body::kDecRingBytes];
     for (std::uint32_t i = 0; i < h.chunk_count; ++i) {
       const body::Entry entry = body::read_entry(dir, i);
       const Error ce = body::decode_chunk(w, in.data() + offsets[i], entry.lanes, entry.state_bytes, entry.words,

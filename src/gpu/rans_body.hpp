@@ -650,6 +650,11 @@ TANDEM_HD std::uint32_t ring_byte(const std::uint8_t* ring, std::uint32_t r) { r
 // two byte loads and a shift). The ring holds kRingWords words.
 inline constexpr std::uint32_t kRingWords = kRingBytes / 2;
 inline constexpr std::uint32_t kRingHalfWords = kRingHalf / 2;
+// The ring repeats its first 32 words after its end, so that the words a
+// step takes (at most 32 from the first unused one) lie at one address plus
+// each lane's rank, wrap or not. The decoder's ring storage: kDecRingBytes.
+inline constexpr std::uint32_t kRingTailWords = simt::kWarpSize;
+inline constexpr std::uint32_t kDecRingBytes = kRingBytes + 2 * kRingTailWords;
 
 // A half of words as loaded, joined into the ring's 4-byte words only when
 // stored (so that loading waits on nothing). Where the whole half lies in
@@ -720,13 +725,20 @@ TANDEM_HD void word_ring_store(const Warp& w, const Lanes<WordLoads>& loads, con
     }
     w.each([&](int l) {
       const std::uint32_t q = 2 * k + 4 * (static_cast<std::uint32_t>(l) + simt::kWarpSize * j);
-      simt::store_aligned_u32(ring + (q & (kRingBytes - 1)), join ? simt::funnel(v[l], hi[l], align) : v[l]);
+      const std::uint32_t r = q & (kRingBytes - 1);
+      const std::uint32_t word = join ? simt::funnel(v[l], hi[l], align) : v[l];
+      simt::store_aligned_u32(ring + r, word);
+      if (r < 2 * kRingTailWords) simt::store_aligned_u32(ring + kRingBytes + r, word);
     });
   }
 }
 
-TANDEM_HD std::uint32_t ring_word(const std::uint8_t* ring, std::uint32_t k) {
-  return simt::load_aligned<std::uint16_t>(ring + 2 * (k & (kRingWords - 1)));
+// Word k + rank (rank < kRingTailWords) from `at`, ring_at(ring, k).
+TANDEM_HD const std::uint8_t* ring_at(const std::uint8_t* ring, std::uint32_t k) {
+  return ring + 2 * (k & (kRingWords - 1));
+}
+TANDEM_HD std::uint32_t ring_word(const std::uint8_t* at, std::uint32_t rank) {
+  return simt::load_aligned<std::uint16_t>(at + 2 * rank);
 }
 
 // Lane l's symbols in a chunk of n bytes with K lanes (0 for l >= K).
@@ -888,7 +900,7 @@ TANDEM_HD void pack_states(const std::uint32_t* states, std::uint32_t K, std::ui
 // Decodes a chunk of n bytes with K lanes (1 <= K <= min(32, n)) from its
 // payload: S bytes of states, then W words (2 bytes each), all of it
 // readable. slots: 2^scale_bits decoding slots (Slot: std::uint32_t, or
-// WideSlot when scale_bits <= kMaxWideScaleBits). ring: kRingBytes, 4-aligned,
+// WideSlot when scale_bits <= kMaxWideScaleBits). ring: kDecRingBytes, 4-aligned,
 // the warp's own, for staging the words. Writes out[0, n) and nothing else
 // (on failure some of it).
 template <class Slot>
@@ -966,11 +978,12 @@ TANDEM_HD Error decode_chunk(const Warp& w, const std::uint8_t* payload, std::ui
       }
     });
     const Lanes<bool> need = w.map([&](int l) { return active(l) && x[l] < rans::kStateLow; });
+    const std::uint8_t* const at = ring_at(ring, used);  // ready before the ballot
     const std::uint32_t mask = w.ballot(need);
     w.each([&](int l) {
       if (need[l]) {
         const std::uint32_t rank = static_cast<std::uint32_t>(simt::popcount(mask & below[l]));
-        x[l] = (x[l] << 16) | ring_word(ring, used + rank);
+        x[l] = (x[l] << 16) | ring_word(at, rank);
       }
     });
     used += static_cast<std::uint32_t>(simt::popcount(mask));

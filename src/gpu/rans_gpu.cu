@@ -528,7 +528,7 @@ __global__ void __launch_bounds__(kDecWarps * kWarpThreads, kDecBlocksPerSm) ran
   // words, or up to 2^11 WideSlots, in the same 16 KiB.
   __shared__ __align__(16) std::uint8_t slot_mem[sizeof(std::uint32_t) << rans::kMaxScaleBits];
   static_assert(sizeof(body::WideSlot) << body::kMaxWideScaleBits <= sizeof slot_mem, "wide slots fit");
-  __shared__ __align__(16) std::uint8_t rings[kDecWarps][body::kRingBytes];
+  __shared__ __align__(16) std::uint8_t rings[kDecWarps][body::kDecRingBytes];
   const std::uint32_t* prefix = a.units + a.n + 1;
   const std::uint32_t total = prefix[a.n];
   const int warp = static_cast<int>(threadIdx.x) / kWarpThreads;
