@@ -1,2 +1,2 @@
-# Fuzz target of the .rans file reader (fuzz_rans_file.cpp).
-list(APPEND TANDEM_FUZZ_TARGETS fuzz_rans_file)
+# Fuzz target of the block-file readers, .rans and .lzr (fuzz_block_file.cpp).
+list(APPEND TANDEM_FUZZ_TARGETS fuzz_block_file)

@@ -249,11 +249,11 @@ void add_file_options(CLI::App* app, FileArgs* a) {
                 "transfer, kernel, idle and queue times, ratio");
   app->add_option("--json", a->json, "Write those figures for every file as JSON to FILE")->type_name("FILE");
   app->add_option("--codec", a->codec,
-                  "Format: lz4 (default), gzip (.gz), zlib (.zz), deflate (raw, .deflate) or rans "
-                  "(tandem's rANS entropy coder, .rans); decompression recognises gzip, zlib, LZ4 and "
-                  "rANS files by their first bytes")
+                  "Format: lz4 (default), gzip (.gz), zlib (.zz), deflate (raw, .deflate), rans "
+                  "(tandem's rANS entropy coder, .rans) or lzr (tandem's LZ77 + rANS codec, .lzr); "
+                  "decompression recognises gzip, zlib, LZ4, rANS and lzr files by their first bytes")
       ->type_name("NAME")
-      ->check(silent(CLI::IsMember({"lz4", "gzip", "zlib", "deflate", "rans"})))
+      ->check(silent(CLI::IsMember({"lz4", "gzip", "zlib", "deflate", "rans", "lzr"})))
       ->take_last();
 }
 
@@ -283,14 +283,14 @@ bool make_file_options(const FileArgs& a, bool decompress_command, FileOptions* 
     }
     o->deflate_level = a.level == 0 ? 6 : a.level;
   }
-  if (o->codec == "rans" && !o->decompress && a.level != 0) {
-    *error = "rans has no compression levels";
+  if ((o->codec == "rans" || o->codec == "lzr") && !o->decompress && a.level != 0) {
+    *error = o->codec + " has no compression levels";
     return false;
   }
   for (const auto& spec : a.block_specs) {
     if (!parse_block_spec(spec, &o->frame, error)) return false;
   }
-  if (o->codec == "rans" && !a.block_specs.empty()) o->rans_block_size = o->frame.block_size;
+  if ((o->codec == "rans" || o->codec == "lzr") && !a.block_specs.empty()) o->file_block_size = o->frame.block_size;
   o->frame.content_checksum = !a.no_frame_crc;
   o->frame.content_size = !a.no_content_size;
   o->frame.legacy = a.legacy;
@@ -396,6 +396,8 @@ CommandLine parse_command_line(int argc, char** argv) {
         "gzip, zlib, deflate: levels -1 .. -12 of libdeflate (default -6), 64 KiB chunks in parallel.\n"
         "rans: order-0 rANS entropy coding, no levels, 64 KiB blocks (-B sets another size) in parallel,\n"
         "XXH3-64 checksum.\n"
+        "lzr: LZ77 + rANS streams (the GPU encoder's frames, coded here on the CPU), no levels,\n"
+        "4 MiB blocks (-B sets another size) in parallel, XXH3-64 checksum.\n"
         "A progress bar appears on a terminal for inputs of 64 MiB or more, and for stdin.");
   }
 

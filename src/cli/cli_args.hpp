@@ -31,12 +31,12 @@ struct FileOptions {
   Backend backend = Backend::automatic;  // as requested; resolved by the caller
   Lz4FrameOptions frame;            // level, block size, flags and threads for compression
   // --codec: "lz4" (the default when compressing), "gzip", "zlib", "deflate"
-  // (raw) or "rans" (.rans files). Empty when decompressing without --codec:
-  // each input's first bytes tell (gzip, zlib, LZ4, rANS), else a .deflate
-  // name means raw deflate.
+  // (raw), "rans" (.rans files) or "lzr" (.lzr files). Empty when
+  // decompressing without --codec: each input's first bytes tell (gzip,
+  // zlib, LZ4, rANS, lzr), else a .deflate name means raw deflate.
   std::string codec;
   int deflate_level = 6;            // levels of gzip, zlib and deflate: 1..12
-  std::size_t rans_block_size = 0;  // rans: bytes per block from -B; 0 = the library's default
+  std::size_t file_block_size = 0;  // rans, lzr: bytes per block from -B; 0 = the library's default
   int threads = 0;                  // 0 = all hardware threads
   bool stats = false;               // --stats: the scheduler's figures of each file on stderr
   std::string json_path;            // --json FILE: those figures of every file as JSON

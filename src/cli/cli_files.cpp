@@ -32,6 +32,7 @@
 #include "cli/cli_stats.hpp"
 #include "codec/lz4_hybrid.hpp"
 #include "tandem/deflate.hpp"
+#include "tandem/lzr_file.hpp"
 #include "tandem/rans_file.hpp"
 #include "gpu/lz4_gpu_pipeline.hpp"
 
@@ -42,11 +43,11 @@ namespace {
 constexpr std::size_t kReadBack = 1u << 20;
 
 // The formats of compress and decompress. The deflate family goes through
-// tandem/deflate.hpp, LZ4 through the frame API, rANS files through
-// tandem/rans_file.hpp. A codec is a row of kFormats (its --codec name and
+// tandem/deflate.hpp, LZ4 through the frame API, rANS and lzr files through
+// tandem/rans_file.hpp and tandem/lzr_file.hpp. A codec is a row of kFormats (its --codec name and
 // its files' suffix), a case in decompress_as and one in process_file's
 // compression, and its magic in detect_format.
-enum class Format { lz4, gzip, zlib, deflate, rans };
+enum class Format { lz4, gzip, zlib, deflate, rans, lzr };
 
 struct FormatInfo {
   Format format;
@@ -59,6 +60,7 @@ constexpr FormatInfo kFormats[] = {
     {Format::zlib, "zlib", ".zz"},
     {Format::deflate, "deflate", ".deflate"},
     {Format::rans, "rans", ".rans"},
+    {Format::lzr, "lzr", ".lzr"},
 };
 
 Format format_of(std::string_view codec) {
@@ -80,7 +82,7 @@ DeflateContainer container_of(Format f) {
 }
 
 // The format of a compressed input, from its first bytes, else its name:
-// gzip and zlib by their headers, LZ4 frames and rANS files by their magic
+// gzip and zlib by their headers, LZ4 frames, rANS and lzr files by their magic
 // numbers (what is none goes to the LZ4 reader, which names the problem).
 Format detect_format(Source& source, const std::string& input, const FileOptions& options) {
   if (!options.codec.empty()) return format_of(options.codec);
@@ -88,6 +90,7 @@ Format detect_format(Source& source, const std::string& input, const FileOptions
   if (source.ensure(4, &avail) && avail >= 2) {
     const std::uint8_t* p = source.data();
     if (rans_file_magic(p, avail)) return Format::rans;
+    if (lzr_file_magic(p, avail)) return Format::lzr;
     if (p[0] == 0x1f && p[1] == 0x8b) return Format::gzip;
     const bool lz4_magic = avail >= 4 && p[1] == 0x2a && p[2] == 0x4d && p[3] == 0x18;
     const bool lz4_frame = avail >= 4 && ((p[0] == 0x04 && p[1] == 0x22) || (p[0] == 0x02 && p[1] == 0x21)) &&
@@ -99,6 +102,7 @@ Format detect_format(Source& source, const std::string& input, const FileOptions
   }
   if (input.ends_with(".deflate")) return Format::deflate;
   if (input.ends_with(".rans")) return Format::rans;  // its reader then says what is wrong
+  if (input.ends_with(".lzr")) return Format::lzr;
   return Format::lz4;
 }
 
@@ -234,6 +238,13 @@ Status decompress_as(Format format, Source& source, Sink& sink, const FileOption
       decode.max_output = max_output;
       decode.progress = std::move(progress);
       return rans_file_decompress_stream(source, sink, decode, stats);
+    }
+    case Format::lzr: {
+      LzrFileDecodeOptions decode;
+      decode.threads = options.threads;
+      decode.max_output = max_output;
+      decode.progress = std::move(progress);
+      return lzr_file_decompress_stream(source, sink, decode, stats);
     }
     case Format::lz4: break;
   }
@@ -444,10 +455,16 @@ bool process_file(const std::string& input, const FileOptions& options, std::vec
     status = deflate_compress_stream(source, sink, encode, &stats);
   } else if (format == Format::rans) {
     RansFileOptions encode;
-    if (options.rans_block_size) encode.block_size = options.rans_block_size;
+    if (options.file_block_size) encode.block_size = options.file_block_size;
     encode.threads = options.threads;
     encode.progress = progress;
     status = rans_file_compress_stream(source, sink, encode, &stats);
+  } else if (format == Format::lzr) {
+    LzrFileOptions encode;
+    if (options.file_block_size) encode.block_size = options.file_block_size;
+    encode.threads = options.threads;
+    encode.progress = progress;
+    status = lzr_file_compress_stream(source, sink, encode, &stats);
   } else {
     Lz4FrameOptions frame = options.frame;
     frame.metrics = &run.metrics;

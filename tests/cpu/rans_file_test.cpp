@@ -11,7 +11,7 @@
 #include <cstring>
 #include <vector>
 
-#include "format/rans_file_format.hpp"
+#include "format/block_file_format.hpp"
 #include "support/test_support.hpp"
 #include "tandem/rans_file.hpp"
 
@@ -19,7 +19,7 @@ namespace tandem {
 namespace {
 
 using test::Bytes;
-namespace rf = rans_file;
+namespace rf = block_file;
 
 constexpr std::size_t kBlock = std::size_t{64} << 10;
 

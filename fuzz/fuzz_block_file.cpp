@@ -1,10 +1,11 @@
-// Fuzz target: the .rans file reader (tandem/rans_file.hpp), from files taken
-// as they are and from valid files with edits.
+// Fuzz target: the readers of tandem's block files, .rans
+// (tandem/rans_file.hpp) and .lzr (tandem/lzr_file.hpp), from files taken as
+// they are and from valid files with edits.
 //
-// Input: a first byte; bit 0 picks the mode.
+// Input: a first byte; bit 0 picks the mode, bit 1 the kind (rans, lzr).
 //   raw:     the rest of the input is the file.
-//   edited:  the next bytes pick the stream parameters, a content length
-//            (up to 160 KiB, so up to three 64 KiB blocks) and a pattern the
+//   edited:  the next bytes pick the parameters, a content length (up to
+//            160 KiB, so up to three 64 KiB blocks) and a pattern the
 //            content is built from; the content is compressed, must read
 //            back unchanged, then byte edits (position, xor) and an optional
 //            cut apply.
@@ -25,6 +26,7 @@
 #include <vector>
 
 #include "fuzz_check.hpp"
+#include "tandem/lzr_file.hpp"
 #include "tandem/rans_file.hpp"
 
 namespace {
@@ -65,19 +67,50 @@ struct Verdict {
   std::vector<std::uint8_t> out;
 };
 
+// The two kinds' calls, by the options type.
+tandem::Status decompress(const std::vector<std::uint8_t>& file, std::vector<std::uint8_t>* out,
+                          const tandem::RansFileDecodeOptions& o) {
+  return tandem::rans_file_decompress({file.data(), file.size()}, out, o);
+}
+tandem::Status decompress(const std::vector<std::uint8_t>& file, std::vector<std::uint8_t>* out,
+                          const tandem::LzrFileDecodeOptions& o) {
+  return tandem::lzr_file_decompress({file.data(), file.size()}, out, o);
+}
+tandem::Status decompress_stream(tandem::Source& in, tandem::Sink& out, const tandem::RansFileDecodeOptions& o) {
+  return tandem::rans_file_decompress_stream(in, out, o);
+}
+tandem::Status decompress_stream(tandem::Source& in, tandem::Sink& out, const tandem::LzrFileDecodeOptions& o) {
+  return tandem::lzr_file_decompress_stream(in, out, o);
+}
+tandem::Status compress(const std::vector<std::uint8_t>& in, std::vector<std::uint8_t>* out,
+                        const tandem::RansFileOptions& o) {
+  return tandem::rans_file_compress({in.data(), in.size()}, out, o);
+}
+tandem::Status compress(const std::vector<std::uint8_t>& in, std::vector<std::uint8_t>* out,
+                        const tandem::LzrFileOptions& o) {
+  return tandem::lzr_file_compress({in.data(), in.size()}, out, o);
+}
+std::uint64_t max_size(std::size_t n, const tandem::RansFileOptions& o) {
+  return tandem::rans_file_max_compressed_size(n, o);
+}
+std::uint64_t max_size(std::size_t n, const tandem::LzrFileOptions& o) {
+  return tandem::lzr_file_max_compressed_size(n, o);
+}
+
+template <class DecodeOptions>
 Verdict read(const std::vector<std::uint8_t>& file, bool stable, bool verify) {
-  tandem::RansFileDecodeOptions o;
+  DecodeOptions o;
   o.threads = 1;
   o.max_output = kCap;
   o.verify_checksum = verify;
   Verdict v;
   if (stable) {
-    v.status = tandem::rans_file_decompress({file.data(), file.size()}, &v.out, o);
+    v.status = decompress(file, &v.out, o);
   } else {
     ExactSource src(file);
     {
       auto sink = tandem::vector_sink(&v.out);
-      v.status = tandem::rans_file_decompress_stream(src, *sink, o);
+      v.status = decompress_stream(src, *sink, o);
     }  // the sink trims the vector to what was committed when it goes
     if (!v.status) v.out.clear();
   }
@@ -94,13 +127,14 @@ Verdict read(const std::vector<std::uint8_t>& file, bool stable, bool verify) {
   return v;
 }
 
+template <class DecodeOptions>
 void check(const std::vector<std::uint8_t>& file, const std::vector<std::uint8_t>* original) {
-  const Verdict a = read(file, true, true);
-  const Verdict b = read(file, false, true);
+  const Verdict a = read<DecodeOptions>(file, true, true);
+  const Verdict b = read<DecodeOptions>(file, false, true);
   FUZZ_ASSERT(a.status.code == b.status.code);
   FUZZ_ASSERT(a.out == b.out);
   if (a.status.ok()) {
-    const Verdict lax = read(file, true, false);
+    const Verdict lax = read<DecodeOptions>(file, true, false);
     FUZZ_ASSERT(lax.status.ok());
     FUZZ_ASSERT(lax.out == a.out);
     if (original) FUZZ_ASSERT(a.out == *original);
@@ -119,21 +153,30 @@ struct Reader {
   }
 };
 
-}  // namespace
-
-extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-  if (size < 1) return 0;
-  Reader in{data, size};
-  const std::uint8_t head = in.byte();
-  if (!(head & 1)) {
-    check(std::vector<std::uint8_t>(data + 1, data + size), nullptr);
-    return 0;
-  }
+// Options of the edited mode's compression, from the input.
+tandem::RansFileOptions encode_options(Reader& in, const tandem::RansFileDecodeOptions&) {
   tandem::RansFileOptions o;
   o.threads = 1;
   o.chunk_kib = 1 + in.byte() % 16;
   o.scale_bits = 8 + in.byte() % 5;
   o.lanes = 1 + in.byte() % 32;
+  return o;
+}
+tandem::LzrFileOptions encode_options(Reader& in, const tandem::LzrFileDecodeOptions&) {
+  tandem::LzrFileOptions o;
+  o.threads = 1;
+  o.block_size = std::size_t{64} << 10;
+  o.params.block_log = tandem::lzr::kMinBlockLog + in.byte() % 3;
+  return o;
+}
+
+template <class DecodeOptions>
+void run(Reader& in, bool raw) {
+  if (raw) {
+    check<DecodeOptions>(std::vector<std::uint8_t>(in.data + in.at, in.data + in.size), nullptr);
+    return;
+  }
+  const auto o = encode_options(in, DecodeOptions{});
   const std::size_t n = in.le(3) % (160u << 10);
   const std::size_t k = 1 + in.byte() % 32;
   std::vector<std::uint8_t> pattern(k);
@@ -145,12 +188,12 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
                                             ((i >> (spread % 17)) % 3 == 0 ? i * 31 : 0));
   }
   std::vector<std::uint8_t> file, again;
-  FUZZ_ASSERT(tandem::rans_file_compress({original.data(), original.size()}, &file, o).ok());
-  FUZZ_ASSERT(file.size() <= tandem::rans_file_max_compressed_size(n, o));
-  FUZZ_ASSERT(tandem::rans_file_compress({original.data(), original.size()}, &again, o).ok());
+  FUZZ_ASSERT(compress(original, &file, o).ok());
+  FUZZ_ASSERT(file.size() <= max_size(n, o));
+  FUZZ_ASSERT(compress(original, &again, o).ok());
   FUZZ_ASSERT(file == again);
   std::vector<std::uint8_t> back;
-  FUZZ_ASSERT(tandem::rans_file_decompress({file.data(), file.size()}, &back).ok());
+  FUZZ_ASSERT(decompress(file, &back, DecodeOptions{}).ok());
   FUZZ_ASSERT(back == original);
 
   bool edited = false;
@@ -168,6 +211,19 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   // An edited file that still reads would be a checksum collision; libFuzzer
   // can make one (it copies compared values into its inputs), so only an
   // unedited file is held to its content.
-  check(file, edited ? nullptr : &original);
+  check<DecodeOptions>(file, edited ? nullptr : &original);
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  if (size < 1) return 0;
+  Reader in{data, size};
+  const std::uint8_t head = in.byte();
+  if (head & 2) {
+    run<tandem::LzrFileDecodeOptions>(in, !(head & 1));
+  } else {
+    run<tandem::RansFileDecodeOptions>(in, !(head & 1));
+  }
   return 0;
 }
