@@ -67,19 +67,23 @@ struct Verdict {
   std::vector<std::uint8_t> out;
 };
 
-// The two kinds' calls, by the options type.
-tandem::Status decompress(const std::vector<std::uint8_t>& file, std::vector<std::uint8_t>* out,
-                          const tandem::RansFileDecodeOptions& o) {
+// The two kinds' calls, by a tag.
+struct Rans {};
+struct Lzr {};
+tandem::Status decompress(Rans, const std::vector<std::uint8_t>& file, std::vector<std::uint8_t>* out,
+                          const tandem::BlockFileDecodeOptions& o) {
   return tandem::rans_file_decompress({file.data(), file.size()}, out, o);
 }
-tandem::Status decompress(const std::vector<std::uint8_t>& file, std::vector<std::uint8_t>* out,
-                          const tandem::LzrFileDecodeOptions& o) {
+tandem::Status decompress(Lzr, const std::vector<std::uint8_t>& file, std::vector<std::uint8_t>* out,
+                          const tandem::BlockFileDecodeOptions& o) {
   return tandem::lzr_file_decompress({file.data(), file.size()}, out, o);
 }
-tandem::Status decompress_stream(tandem::Source& in, tandem::Sink& out, const tandem::RansFileDecodeOptions& o) {
+tandem::Status decompress_stream(Rans, tandem::Source& in, tandem::Sink& out,
+                                 const tandem::BlockFileDecodeOptions& o) {
   return tandem::rans_file_decompress_stream(in, out, o);
 }
-tandem::Status decompress_stream(tandem::Source& in, tandem::Sink& out, const tandem::LzrFileDecodeOptions& o) {
+tandem::Status decompress_stream(Lzr, tandem::Source& in, tandem::Sink& out,
+                                 const tandem::BlockFileDecodeOptions& o) {
   return tandem::lzr_file_decompress_stream(in, out, o);
 }
 tandem::Status compress(const std::vector<std::uint8_t>& in, std::vector<std::uint8_t>* out,
@@ -97,20 +101,20 @@ std::uint64_t max_size(std::size_t n, const tandem::LzrFileOptions& o) {
   return tandem::lzr_file_max_compressed_size(n, o);
 }
 
-template <class DecodeOptions>
+template <class Kind>
 Verdict read(const std::vector<std::uint8_t>& file, bool stable, bool verify) {
-  DecodeOptions o;
+  tandem::BlockFileDecodeOptions o;
   o.threads = 1;
   o.max_output = kCap;
   o.verify_checksum = verify;
   Verdict v;
   if (stable) {
-    v.status = decompress(file, &v.out, o);
+    v.status = decompress(Kind{}, file, &v.out, o);
   } else {
     ExactSource src(file);
     {
       auto sink = tandem::vector_sink(&v.out);
-      v.status = decompress_stream(src, *sink, o);
+      v.status = decompress_stream(Kind{}, src, *sink, o);
     }  // the sink trims the vector to what was committed when it goes
     if (!v.status) v.out.clear();
   }
@@ -127,14 +131,14 @@ Verdict read(const std::vector<std::uint8_t>& file, bool stable, bool verify) {
   return v;
 }
 
-template <class DecodeOptions>
+template <class Kind>
 void check(const std::vector<std::uint8_t>& file, const std::vector<std::uint8_t>* original) {
-  const Verdict a = read<DecodeOptions>(file, true, true);
-  const Verdict b = read<DecodeOptions>(file, false, true);
+  const Verdict a = read<Kind>(file, true, true);
+  const Verdict b = read<Kind>(file, false, true);
   FUZZ_ASSERT(a.status.code == b.status.code);
   FUZZ_ASSERT(a.out == b.out);
   if (a.status.ok()) {
-    const Verdict lax = read<DecodeOptions>(file, true, false);
+    const Verdict lax = read<Kind>(file, true, false);
     FUZZ_ASSERT(lax.status.ok());
     FUZZ_ASSERT(lax.out == a.out);
     if (original) FUZZ_ASSERT(a.out == *original);
@@ -154,7 +158,7 @@ struct Reader {
 };
 
 // Options of the edited mode's compression, from the input.
-tandem::RansFileOptions encode_options(Reader& in, const tandem::RansFileDecodeOptions&) {
+tandem::RansFileOptions encode_options(Reader& in, Rans) {
   tandem::RansFileOptions o;
   o.threads = 1;
   o.chunk_kib = 1 + in.byte() % 16;
@@ -162,7 +166,7 @@ tandem::RansFileOptions encode_options(Reader& in, const tandem::RansFileDecodeO
   o.lanes = 1 + in.byte() % 32;
   return o;
 }
-tandem::LzrFileOptions encode_options(Reader& in, const tandem::LzrFileDecodeOptions&) {
+tandem::LzrFileOptions encode_options(Reader& in, Lzr) {
   tandem::LzrFileOptions o;
   o.threads = 1;
   o.block_size = std::size_t{64} << 10;
@@ -170,13 +174,13 @@ tandem::LzrFileOptions encode_options(Reader& in, const tandem::LzrFileDecodeOpt
   return o;
 }
 
-template <class DecodeOptions>
+template <class Kind>
 void run(Reader& in, bool raw) {
   if (raw) {
-    check<DecodeOptions>(std::vector<std::uint8_t>(in.data + in.at, in.data + in.size), nullptr);
+    check<Kind>(std::vector<std::uint8_t>(in.data + in.at, in.data + in.size), nullptr);
     return;
   }
-  const auto o = encode_options(in, DecodeOptions{});
+  const auto o = encode_options(in, Kind{});
   const std::size_t n = in.le(3) % (160u << 10);
   const std::size_t k = 1 + in.byte() % 32;
   std::vector<std::uint8_t> pattern(k);
@@ -193,7 +197,7 @@ void run(Reader& in, bool raw) {
   FUZZ_ASSERT(compress(original, &again, o).ok());
   FUZZ_ASSERT(file == again);
   std::vector<std::uint8_t> back;
-  FUZZ_ASSERT(decompress(file, &back, DecodeOptions{}).ok());
+  FUZZ_ASSERT(decompress(Kind{}, file, &back, {}).ok());
   FUZZ_ASSERT(back == original);
 
   bool edited = false;
@@ -211,7 +215,7 @@ void run(Reader& in, bool raw) {
   // An edited file that still reads would be a checksum collision; libFuzzer
   // can make one (it copies compared values into its inputs), so only an
   // unedited file is held to its content.
-  check<DecodeOptions>(file, edited ? nullptr : &original);
+  check<Kind>(file, edited ? nullptr : &original);
 }
 
 }  // namespace
@@ -221,9 +225,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   Reader in{data, size};
   const std::uint8_t head = in.byte();
   if (head & 2) {
-    run<tandem::LzrFileDecodeOptions>(in, !(head & 1));
+    run<Lzr>(in, !(head & 1));
   } else {
-    run<tandem::RansFileDecodeOptions>(in, !(head & 1));
+    run<Rans>(in, !(head & 1));
   }
   return 0;
 }

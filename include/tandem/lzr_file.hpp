@@ -23,6 +23,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "tandem/block_file.hpp"
 #include "tandem/lzr.hpp"
 #include "tandem/tandem.hpp"
 
@@ -38,19 +39,8 @@ struct LzrFileOptions {
   ProgressFn progress;  // may be empty
 };
 
-struct LzrFileDecodeOptions {
-  int threads = 0;                        // 0 = all hardware threads
-  std::uint64_t max_output = UINT64_MAX;  // fail with output_limit beyond this many bytes
-  bool verify_checksum = true;            // compare each member's XXH3-64 with its content
-  ProgressFn progress;                    // may be empty
-};
-
-// What a decompression met, beyond StreamStats.
-struct LzrFileStats {
-  std::uint64_t members = 0;     // files, when several were concatenated
-  std::uint64_t blocks = 0;      // blocks of content (end markers not counted)
-  std::uint64_t raw_blocks = 0;  // of which stored raw
-};
+using LzrFileDecodeOptions = BlockFileDecodeOptions;
+using LzrFileStats = BlockFileStats;
 
 // True when data[0, size) starts with a .lzr file's magic number ("TNLF").
 bool lzr_file_magic(const void* data, std::size_t size);

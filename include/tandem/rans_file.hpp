@@ -22,6 +22,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "tandem/block_file.hpp"
 #include "tandem/tandem.hpp"
 
 namespace tandem {
@@ -40,19 +41,8 @@ struct RansFileOptions {
   ProgressFn progress;   // may be empty
 };
 
-struct RansFileDecodeOptions {
-  int threads = 0;                        // 0 = all hardware threads
-  std::uint64_t max_output = UINT64_MAX;  // fail with output_limit beyond this many bytes
-  bool verify_checksum = true;            // compare each member's XXH3-64 with its content
-  ProgressFn progress;                    // may be empty
-};
-
-// What a decompression met, beyond StreamStats.
-struct RansFileStats {
-  std::uint64_t members = 0;     // files, when several were concatenated
-  std::uint64_t blocks = 0;      // blocks of content (end markers not counted)
-  std::uint64_t raw_blocks = 0;  // of which stored raw
-};
+using RansFileDecodeOptions = BlockFileDecodeOptions;
+using RansFileStats = BlockFileStats;
 
 // True when data[0, size) starts with a .rans file's magic number ("TNRF").
 bool rans_file_magic(const void* data, std::size_t size);

@@ -41,10 +41,10 @@ class Hash {
 
 class Decompressor {
  public:
-  Decompressor(Source& in, Sink& out, const Codec& codec, const DecodeOptions& o)
+  Decompressor(Source& in, Sink& out, const Codec& codec, const BlockFileDecodeOptions& o)
       : in_(in), out_(out), codec_(codec), kind_(*codec.kind), o_(o), threads_(detail::effective_threads(o.threads)) {}
 
-  Status run(StreamStats* stats, Stats* file_stats) {
+  Status run(StreamStats* stats, BlockFileStats* file_stats) {
     Status s = members();
     if (stats) {
       stats->bytes_in = in_.position();
@@ -180,10 +180,10 @@ class Decompressor {
   Sink& out_;
   const Codec& codec_;
   const Kind& kind_;
-  const DecodeOptions& o_;
+  const BlockFileDecodeOptions& o_;
   const int threads_;
   std::uint64_t produced_ = 0;
-  Stats fstats_;
+  BlockFileStats fstats_;
 };
 
 }  // namespace
@@ -274,8 +274,8 @@ Status compress(Source& in, Sink& out, const Codec& codec, const EncodeOptions& 
   return {};
 }
 
-Status decompress(Source& in, Sink& out, const Codec& codec, const DecodeOptions& options, StreamStats* stats,
-                  Stats* file_stats) {
+Status decompress(Source& in, Sink& out, const Codec& codec, const BlockFileDecodeOptions& options,
+                  StreamStats* stats, BlockFileStats* file_stats) {
   Decompressor d(in, out, codec, options);
   return d.run(stats, file_stats);
 }

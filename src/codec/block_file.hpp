@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "format/block_file_format.hpp"
+#include "tandem/block_file.hpp"
 #include "tandem/tandem.hpp"
 
 namespace tandem::block_file {
@@ -47,19 +48,6 @@ struct EncodeOptions {
   ProgressFn progress;
 };
 
-struct DecodeOptions {
-  int threads = 0;
-  std::uint64_t max_output = UINT64_MAX;
-  bool verify_checksum = true;
-  ProgressFn progress;
-};
-
-struct Stats {
-  std::uint64_t members = 0;
-  std::uint64_t blocks = 0;
-  std::uint64_t raw_blocks = 0;
-};
-
 // A power of two in 64 KiB .. 16 MiB.
 bool block_size_valid(std::size_t block_size);
 // Every block stored raw, plus the headers.
@@ -68,8 +56,8 @@ std::uint64_t max_compressed_size(std::uint64_t input_size, std::size_t block_si
 // One member holding everything `in` yields (block_size checked by the caller).
 Status compress(Source& in, Sink& out, const Codec& codec, const EncodeOptions& options, StreamStats* stats);
 // Every member of `in`.
-Status decompress(Source& in, Sink& out, const Codec& codec, const DecodeOptions& options, StreamStats* stats,
-                  Stats* file_stats);
+Status decompress(Source& in, Sink& out, const Codec& codec, const BlockFileDecodeOptions& options,
+                  StreamStats* stats, BlockFileStats* file_stats);
 
 // The in-memory forms of a stream call `run`: into a vector (replaced; empty
 // after a failure) or a caller's buffer (*size: the bytes written, 0 after a

@@ -50,15 +50,7 @@ Status lzr_file_compress_stream(Source& in, Sink& out, const LzrFileOptions& opt
 
 Status lzr_file_decompress_stream(Source& in, Sink& out, const LzrFileDecodeOptions& options, StreamStats* stats,
                                   LzrFileStats* file_stats) {
-  block_file::DecodeOptions d;
-  d.threads = options.threads;
-  d.max_output = options.max_output;
-  d.verify_checksum = options.verify_checksum;
-  d.progress = options.progress;
-  block_file::Stats fs;
-  const Status s = block_file::decompress(in, out, codec_of({}), d, stats, &fs);
-  if (file_stats) *file_stats = {fs.members, fs.blocks, fs.raw_blocks};
-  return s;
+  return block_file::decompress(in, out, codec_of({}), options, stats, file_stats);
 }
 
 Status lzr_file_compress(ConstBuffer input, std::vector<std::uint8_t>* output, const LzrFileOptions& options) {

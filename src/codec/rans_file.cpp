@@ -54,15 +54,7 @@ Status rans_file_compress_stream(Source& in, Sink& out, const RansFileOptions& o
 
 Status rans_file_decompress_stream(Source& in, Sink& out, const RansFileDecodeOptions& options, StreamStats* stats,
                                    RansFileStats* file_stats) {
-  block_file::DecodeOptions d;
-  d.threads = options.threads;
-  d.max_output = options.max_output;
-  d.verify_checksum = options.verify_checksum;
-  d.progress = options.progress;
-  block_file::Stats fs;
-  const Status s = block_file::decompress(in, out, codec_of({}), d, stats, &fs);
-  if (file_stats) *file_stats = {fs.members, fs.blocks, fs.raw_blocks};
-  return s;
+  return block_file::decompress(in, out, codec_of({}), options, stats, file_stats);
 }
 
 Status rans_file_compress(ConstBuffer input, std::vector<std::uint8_t>* output, const RansFileOptions& options) {

@@ -715,7 +715,8 @@ TANDEM_HD void word_ring_store(const Warp& w, const Lanes<WordLoads>& loads, con
     Lanes<std::uint32_t> hi{};
     if (join) {
       const Lanes<std::uint32_t> right = w.shfl(v, next_lane);
-      const Lanes<std::uint32_t> wrap = w.map([&](int l) { return j + 1 < kRingLoads ? loads[l].v[j + 1] : loads[l].after; });
+      const Lanes<std::uint32_t> wrap =
+          w.map([&](int l) { return j + 1 < kRingLoads ? loads[l].v[j + 1] : loads[l].after; });
       // Lane 31 takes lane 0's v[j + 1]; for the last j its own `after`.
       const std::uint32_t first = w.shfl(wrap, 0);
       hi = w.map([&](int l) {
