@@ -145,20 +145,8 @@ void check(const std::vector<std::uint8_t>& file, const std::vector<std::uint8_t
   }
 }
 
-struct Reader {
-  const std::uint8_t* data;
-  std::size_t size;
-  std::size_t at = 0;
-  std::uint8_t byte() { return at < size ? data[at++] : 0; }
-  std::uint32_t le(int bytes) {
-    std::uint32_t v = 0;
-    for (int i = 0; i < bytes; ++i) v |= static_cast<std::uint32_t>(byte()) << (8 * i);
-    return v;
-  }
-};
-
 // Options of the edited mode's compression, from the input.
-tandem::RansFileOptions encode_options(Reader& in, Rans) {
+tandem::RansFileOptions encode_options(fuzz::Reader& in, Rans) {
   tandem::RansFileOptions o;
   o.threads = 1;
   o.chunk_kib = 1 + in.byte() % 16;
@@ -166,7 +154,7 @@ tandem::RansFileOptions encode_options(Reader& in, Rans) {
   o.lanes = 1 + in.byte() % 32;
   return o;
 }
-tandem::LzrFileOptions encode_options(Reader& in, Lzr) {
+tandem::LzrFileOptions encode_options(fuzz::Reader& in, Lzr) {
   tandem::LzrFileOptions o;
   o.threads = 1;
   o.block_size = std::size_t{64} << 10;
@@ -175,7 +163,7 @@ tandem::LzrFileOptions encode_options(Reader& in, Lzr) {
 }
 
 template <class Kind>
-void run(Reader& in, bool raw) {
+void run(fuzz::Reader& in, bool raw) {
   if (raw) {
     check<Kind>(std::vector<std::uint8_t>(in.data + in.at, in.data + in.size), nullptr);
     return;
@@ -222,7 +210,7 @@ void run(Reader& in, bool raw) {
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   if (size < 1) return 0;
-  Reader in{data, size};
+  fuzz::Reader in{data, size};
   const std::uint8_t head = in.byte();
   if (head & 2) {
     run<Lzr>(in, !(head & 1));

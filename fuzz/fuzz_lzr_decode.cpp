@@ -32,18 +32,6 @@ namespace {
 using tandem::StatusCode;
 namespace lzr = tandem::lzr;
 
-struct Reader {
-  const std::uint8_t* data;
-  std::size_t size;
-  std::size_t at = 0;
-  std::uint8_t byte() { return at < size ? data[at++] : 0; }
-  std::uint32_t le(int bytes) {
-    std::uint32_t v = 0;
-    for (int i = 0; i < bytes; ++i) v |= static_cast<std::uint32_t>(byte()) << (8 * i);
-    return v;
-  }
-};
-
 struct Verdict {
   tandem::Status status;
   lzr::Error error;
@@ -101,7 +89,7 @@ void check(const std::vector<std::uint8_t>& frame, std::size_t cap, const std::v
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   if (size < 1) return 0;
-  Reader in{data, size};
+  fuzz::Reader in{data, size};
   const std::uint8_t head = in.byte();
   if (!(head & 1)) {
     const std::size_t cap = std::size_t{in.le(2)} * 16;

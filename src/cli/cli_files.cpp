@@ -232,19 +232,14 @@ Status decompress_as(Format format, Source& source, Sink& sink, const FileOption
       decode.progress = std::move(progress);
       return deflate_decompress_stream(source, sink, decode, stats);
     }
-    case Format::rans: {
-      RansFileDecodeOptions decode;
-      decode.threads = options.threads;
-      decode.max_output = max_output;
-      decode.progress = std::move(progress);
-      return rans_file_decompress_stream(source, sink, decode, stats);
-    }
+    case Format::rans:
     case Format::lzr: {
-      LzrFileDecodeOptions decode;
+      BlockFileDecodeOptions decode;
       decode.threads = options.threads;
       decode.max_output = max_output;
       decode.progress = std::move(progress);
-      return lzr_file_decompress_stream(source, sink, decode, stats);
+      return format == Format::rans ? rans_file_decompress_stream(source, sink, decode, stats)
+                                    : lzr_file_decompress_stream(source, sink, decode, stats);
     }
     case Format::lz4: break;
   }
