@@ -40,10 +40,10 @@ class BlockEncoder {
     records_.resize(segments * lz4k::kMaxSegmentRecords);
     sums_.resize(segments);
     counts_.resize(segments);
-    table_.resize(lz4k::table_bytes(lz4k::kLargeHashLog) / 2);
+    table_.resize(body::kTableBytes / 2);
     if (segments > 1) {
-      primes_.resize(segments * lz4k::kPrimeEntries);
-      running_.resize(lz4k::kPrimeEntries);
+      primes_.resize(segments * body::kPrimeEntries);
+      running_.resize(body::kPrimeEntries);
     }
     streams_[kLiterals].resize(block_size);
     for (std::uint32_t k = 1; k < kStreams; ++k) streams_[k].resize(short_stream_capacity(block_size));
@@ -55,12 +55,13 @@ class BlockEncoder {
     const auto segments = static_cast<std::uint32_t>(lz4k::segment_count(n));
     if (segments > 1) {
       for (std::uint32_t g = 0; g < lz4k::prime_group_count(segments); ++g) {
-        lz4k::prime_group(gpu::simt::Block<lz4k::kPrimeWarps>{}, in, n, g, running_.data(), primes_.data());
+        lz4k::prime_group<body::LzrFind>(gpu::simt::Block<lz4k::kPrimeWarps>{}, in, n, g, running_.data(),
+                                         primes_.data());
       }
     }
     for (std::uint32_t s = 0; s < segments; ++s) {
       lz4k::SeqRecord* recs = records_.data() + static_cast<std::size_t>(s) * lz4k::kMaxSegmentRecords;
-      lz4k::find_segment(w, in, n, s, primes_.data(), table_.data(), recs, &sums_[s]);
+      lz4k::find_segment<body::LzrFind>(w, in, n, s, primes_.data(), table_.data(), recs, &sums_[s]);
       body::count_segment(w, recs, sums_[s].count, &counts_[s]);
     }
     body::StreamOut out{};

@@ -30,6 +30,12 @@
 // liblz4's, but tests every position instead of skipping ahead on misses, so
 // its output is close to liblz4's default level in size.
 //
+// Steps 0 and 1 take a shape (FindShape): how far back the tables reach,
+// which positions are primed, the tables' size, the bytes a hash reads and
+// whether the parse is lazy. The LZ4 encoder's (and the deflate encoder's)
+// is the constants below; the lzr encoder's (gpu/lzr_body.hpp) reaches 56
+// KiB back, hashes 5 bytes and parses lazily.
+//
 // Each find warp also sums up its segment (SegmentSummary): its record
 // count, where its last match ends, and the bytes its sequences take with
 // their own literals.
@@ -115,6 +121,38 @@ static_assert(kSegmentSize < 65536, "a record's lengths are 16 bits");
 static_assert(kPrimeBytes % kSegmentSize == 0, "a segment primes from whole segments");
 static_assert(kSegmentSize > kSmallTableLimit, "blocks of more than one segment have the large tables");
 
+// How the prime and find steps look for matches, as a type whose constants
+// the steps read at compile time: FindShape is the LZ4 encoder's (and the
+// deflate encoder's), the constants above; the lzr encoder has its own
+// (lzrk::LzrFind, gpu/lzr_body.hpp). A shape gives:
+//   kPrimeBytes      how far before its segment a find warp's table reaches
+//   kPrimeStride     the prime tables hold every kPrimeStride-th position
+//   kLargeHashLog    a find warp's table, and a prime table, in a block of
+//                    more than kSmallTableLimit bytes, has 2^kLargeHashLog
+//                    entries (smaller blocks 2^kSmallHashLog)
+//   kHashBytes       4 or 5: the bytes at a position that its hash reads
+//   kLazy            whether the parse defers a match by a byte when the next
+//                    position's is longer (see find_segment_with)
+struct FindShape {
+  static constexpr std::uint32_t kPrimeBytes = lz4k::kPrimeBytes;
+  static constexpr std::uint32_t kPrimeStride = lz4k::kPrimeStride;
+  static constexpr int kLargeHashLog = lz4k::kLargeHashLog;
+  static constexpr std::uint32_t kHashBytes = 4;
+  static constexpr bool kLazy = false;
+};
+
+// The constants of a shape that follow from the others, checked.
+template <class Shape>
+struct ShapeTraits {
+  static constexpr std::uint32_t kEntries = 1u << Shape::kLargeHashLog;  // a prime table's entries
+  static constexpr std::uint32_t kLead = Shape::kPrimeBytes / kSegmentSize;  // segments a prime table reaches back
+  static_assert(Shape::kPrimeBytes + kSegmentSize <= kMaxOffset + 1, "table positions are 16 bits");
+  static_assert(Shape::kPrimeBytes % kSegmentSize == 0, "a segment primes from whole segments");
+  static_assert(Shape::kLargeHashLog >= kSmallHashLog, "small blocks have the smaller tables");
+  static_assert(Shape::kHashBytes == 4 || Shape::kHashBytes == 5, "hashes of 4 or 5 bytes");
+  static_assert(Shape::kPrimeStride >= 1, "a stride of at least 1");
+};
+
 // One sequence as step 1 found it: `lit` literals since the previous match's
 // end (or the segment's start), then a match of `ml` bytes `offset` back.
 struct SeqRecord {
@@ -167,6 +205,21 @@ TANDEM_HD std::size_t max_block_size(std::size_t n) { return n + n / 255 + 16; }
 template <int HashLog>
 TANDEM_HD std::uint32_t hash4(std::uint32_t seq) {
   return (seq * 2654435761u) >> (32 - HashLog);
+}
+
+// The hash of the bytes at a position under a shape: `lo` holds its first 4
+// bytes, `fifth` the next one (read only by 5-byte hashes). The 5-byte hash
+// is zstd's ZSTD_hash5 (the 5 bytes shifted to the top of a 64-bit word,
+// times a 64-bit prime, its top bits).
+template <class Shape, int HashLog>
+TANDEM_HD std::uint32_t shape_hash(std::uint32_t lo, std::uint32_t fifth) {
+  if constexpr (Shape::kHashBytes == 4) {
+    (void)fifth;
+    return hash4<HashLog>(lo);
+  } else {
+    const std::uint64_t v = (std::uint64_t{fifth & 0xffu} << 32 | lo) << 24;
+    return static_cast<std::uint32_t>((v * 889523592379ull) >> (64 - HashLog));
+  }
 }
 
 // Bytes that equal in[a + k] == in[b + k] for k = 0.. while a + k < limit (b < a).
@@ -267,7 +320,10 @@ inline constexpr std::uint32_t kPrimeLead = kPrimeBytes / kSegmentSize;
 
 // Where the stretch a segment starting at `start` primes from begins: the
 // positions of its prime table and of its find warp's table count from here.
-TANDEM_HD std::uint32_t prime_base(std::uint32_t start) { return start > kPrimeBytes ? start - kPrimeBytes : 0; }
+template <class Shape = FindShape>
+TANDEM_HD std::uint32_t prime_base(std::uint32_t start) {
+  return start > Shape::kPrimeBytes ? start - Shape::kPrimeBytes : 0;
+}
 
 TANDEM_HD std::uint32_t prime_group_count(std::size_t segments) {
   return static_cast<std::uint32_t>((segments + kPrimeGroup - 1) / kPrimeGroup);
@@ -275,14 +331,16 @@ TANDEM_HD std::uint32_t prime_group_count(std::size_t segments) {
 
 // Group `group` of the block in[0, n) (segments [group * kPrimeGroup,
 // (group + 1) * kPrimeGroup)): writes the prime tables of its segments but
-// segment 0, each segment s's at primes + s * kPrimeEntries. running:
-// 2^kLargeHashLog words of the thread block's shared memory.
+// segment 0, each segment s's at primes + s * ShapeTraits<Shape>::kEntries.
+// running: that many words of the thread block's shared memory.
+template <class Shape = FindShape>
 TANDEM_HD void prime_group(const simt::Block<kPrimeWarps>& b, const std::uint8_t* in, std::uint32_t n,
                            std::uint32_t group, std::uint32_t* running, std::uint16_t* primes) {
-  constexpr std::uint32_t kEntries = kPrimeEntries;
+  constexpr std::uint32_t kEntries = ShapeTraits<Shape>::kEntries;
+  constexpr std::uint32_t kStride = Shape::kPrimeStride;
   constexpr std::uint32_t kThreads = kPrimeWarps * simt::kWarpSize;
   // The positions of a segment that a thread hashes.
-  constexpr std::uint32_t kPerThread = ((kSegmentSize + kPrimeStride - 1) / kPrimeStride + kThreads - 1) / kThreads;
+  constexpr std::uint32_t kPerThread = ((kSegmentSize + kStride - 1) / kStride + kThreads - 1) / kThreads;
   const std::uint32_t segments = static_cast<std::uint32_t>(segment_count(n));
   const std::uint32_t first = group * kPrimeGroup;
   const std::uint32_t last = first + kPrimeGroup < segments ? first + kPrimeGroup : segments;  // exclusive
@@ -292,10 +350,13 @@ TANDEM_HD void prime_group(const simt::Block<kPrimeWarps>& b, const std::uint8_t
   b.sync();
   // Segment k is hashed to prime segment k + 1: from the first segment whose
   // positions the group's first prime table holds, to the one before its last.
-  for (std::uint32_t k = first > kPrimeLead ? first - kPrimeLead : 0; k + 1 < last; ++k) {
+  constexpr std::uint32_t kLead = ShapeTraits<Shape>::kLead;
+  for (std::uint32_t k = first > kLead ? first - kLead : 0; k + 1 < last; ++k) {
     const std::uint32_t seg_start = k * kSegmentSize;
     // The positions hashed: the segment's whose 4 bytes lie inside the block
-    // (all but where the block's last segment is shorter than 3 bytes).
+    // (all but where the block's last segment is shorter than 3 bytes). A
+    // 5-byte hash reads its fifth byte where there is one (the hash of a
+    // position without one is never looked up: no match starts there).
     const std::uint32_t seg_end = seg_start + kSegmentSize;  // k is not the block's last segment
     const std::uint32_t end = seg_end + 3 <= n ? seg_end : n - 3;  // n > kSegmentSize here
     simt::block_threads(b, [&](std::uint32_t t) {
@@ -305,21 +366,25 @@ TANDEM_HD void prime_group(const simt::Block<kPrimeWarps>& b, const std::uint8_t
       // Every load of the thread first, then the atomics: the loads wait
       // on memory once, together.
       std::uint32_t word[kPerThread];
+      std::uint32_t fifth[kPerThread];
       TANDEM_UNROLL
       for (std::uint32_t j = 0; j < kPerThread; ++j) {
-        const std::uint32_t q = seg_start + kPrimeStride * (t + j * kThreads);
+        const std::uint32_t q = seg_start + kStride * (t + j * kThreads);
         word[j] = q < end ? simt::load_u32(in, n, q) : 0u;
+        fifth[j] = Shape::kHashBytes > 4 && q + 4 < n ? in[q + 4] : 0u;
       }
       TANDEM_UNROLL
       for (std::uint32_t j = 0; j < kPerThread; ++j) {
-        const std::uint32_t q = seg_start + kPrimeStride * (t + j * kThreads);
-        if (q < end) simt::atomic_max_block(&running[hash4<kLargeHashLog>(word[j])], q + 1);
+        const std::uint32_t q = seg_start + kStride * (t + j * kThreads);
+        if (q < end) {
+          simt::atomic_max_block(&running[shape_hash<Shape, Shape::kLargeHashLog>(word[j], fifth[j])], q + 1);
+        }
       }
     });
     b.sync();
     const std::uint32_t s = k + 1;
     if (s >= first) {
-      const std::uint32_t base = prime_base(s * kSegmentSize);
+      const std::uint32_t base = prime_base<Shape>(s * kSegmentSize);
       std::uint16_t* table = primes + static_cast<std::size_t>(s) * kEntries;
       // 8 entries a thread at a time, one 16-byte store.
       simt::block_threads(b, [&](std::uint32_t t) {
@@ -340,10 +405,10 @@ TANDEM_HD void prime_group(const simt::Block<kPrimeWarps>& b, const std::uint8_t
 }
 
 // A find warp's table for segment seg > 0 of its block: the segment's prime table.
-template <int HashLog>
+template <class Shape, int HashLog>
 TANDEM_HD void load_prime(const Warp& w, const std::uint16_t* primes, std::uint32_t seg, std::uint16_t* table) {
-  simt::warp_copy_phased(w, reinterpret_cast<std::uint8_t*>(table),
-                         reinterpret_cast<const std::uint8_t*>(primes + static_cast<std::size_t>(seg) * kPrimeEntries),
+  const std::uint16_t* from = primes + static_cast<std::size_t>(seg) * ShapeTraits<Shape>::kEntries;
+  simt::warp_copy_phased(w, reinterpret_cast<std::uint8_t*>(table), reinterpret_cast<const std::uint8_t*>(from),
                          static_cast<std::uint32_t>(table_bytes(HashLog)));
 }
 
@@ -369,8 +434,8 @@ inline constexpr std::uint32_t kLookHit = 1u << 16;
 
 // Step 1 for segment `seg` of the block in[0, n): fills recs (room for
 // kMaxSegmentRecords) and *summary. table: the warp's 2^HashLog entries;
-// primes: the block's prime tables (prime_group), read for seg > 0.
-template <int HashLog>
+// primes: the block's prime tables (prime_group<Shape>), read for seg > 0.
+template <int HashLog, class Shape = FindShape>
 TANDEM_HD void find_segment_with(const Warp& w, const std::uint8_t* in, std::uint32_t n, std::uint32_t seg,
                                  const std::uint16_t* primes, std::uint16_t* table, SeqRecord* recs,
                                  SegmentSummary* summary) {
@@ -389,11 +454,11 @@ TANDEM_HD void find_segment_with(const Warp& w, const std::uint8_t* in, std::uin
           ? (n - kMfLimit < match_limit - kEncMinMatch ? n - kMfLimit : match_limit - kEncMinMatch)
           : 0;
   if (n > kMfLimit && match_limit >= seg_start + kEncMinMatch && last_start >= seg_start) {
-    const std::uint32_t base = prime_base(seg_start);
+    const std::uint32_t base = prime_base<Shape>(seg_start);
     if (seg == 0) {
       clear_table<HashLog>(w, table);
     } else {
-      load_prime<HashLog>(w, primes, seg, table);
+      load_prime<Shape, HashLog>(w, primes, seg, table);
     }
     w.sync();
     std::uint32_t cur = seg_start;  // positions before this one are inside the last match
@@ -415,9 +480,16 @@ TANDEM_HD void find_segment_with(const Warp& w, const std::uint8_t* in, std::uin
         if (wide[l]) return mine[l].w[1];
         return valid[l] ? simt::load_u32(in, n, tile + static_cast<std::uint32_t>(l)) : 0u;
       });
-      // (Lanes past the end neither read nor write the table.)
+      // (Lanes past the end neither read nor write the table. A valid lane's
+      // position is at most n - kMfLimit, so its fifth byte is in the block.)
       const Lanes<std::uint32_t> key = w.map([&](int l) -> std::uint32_t {
-        return valid[l] ? hash4<HashLog>(seq[l]) : 0u;
+        if (!valid[l]) return 0u;
+        if constexpr (Shape::kHashBytes == 4) {
+          return hash4<HashLog>(seq[l]);
+        } else {
+          const std::uint32_t q = tile + static_cast<std::uint32_t>(l);
+          return shape_hash<Shape, HashLog>(seq[l], wide[l] ? mine[l].w[2] : in[q + 4]);
+        }
       });
       // Each lane's candidate: the table's position for its hash, read
       // before this step's positions go in.
@@ -491,7 +563,18 @@ TANDEM_HD void find_segment_with(const Warp& w, const std::uint8_t* in, std::uin
       std::uint32_t starts = w.ballot(w.map([&](int l) { return look[l] != 0u; }));
       std::uint32_t chosen = 0;
       while (starts) {
-        const int f = simt::first_set(starts);
+        int f = simt::first_set(starts);
+        if constexpr (Shape::kLazy) {
+          // A lazy parse leaves position f as a literal when the match at
+          // f + 1 is longer than f's: f's end is known (under 12 bytes)
+          // and f + 1's is more than one byte past it, or at least 12 bytes
+          // long. Lane 31 looks no further than its step.
+          if (f < 31 && ((starts >> (f + 1)) & 1u)) {
+            const std::uint32_t here = w.shfl(reach, f);
+            const std::uint32_t next = w.shfl(reach, f + 1);
+            if (!(here & kReachOpen) && ((next & kReachOpen) || next > here + 1)) ++f;
+          }
+        }
         std::uint32_t e = w.shfl(reach, f);
         if (e & kReachOpen) {
           const std::uint32_t p = tile + static_cast<std::uint32_t>(f);
@@ -559,15 +642,17 @@ TANDEM_HD void find_segment_with(const Warp& w, const std::uint8_t* in, std::uin
   w.sync();
 }
 
-// find_segment_with the table shape of the block's size; table has at least
-// table_bytes(hash_log_for(n)) bytes.
+// find_segment_with the table of the block's size; table has at least
+// table_bytes(n <= kSmallTableLimit ? kSmallHashLog : Shape::kLargeHashLog)
+// bytes (table_bytes(hash_log_for(n)) for the LZ4 encoder's shape).
+template <class Shape = FindShape>
 TANDEM_HD void find_segment(const Warp& w, const std::uint8_t* in, std::uint32_t n, std::uint32_t seg,
                             const std::uint16_t* primes, std::uint16_t* table, SeqRecord* recs,
                             SegmentSummary* summary) {
-  if (hash_log_for(n) == kSmallHashLog) {
-    find_segment_with<kSmallHashLog>(w, in, n, seg, primes, table, recs, summary);
+  if (n <= kSmallTableLimit) {
+    find_segment_with<kSmallHashLog, Shape>(w, in, n, seg, primes, table, recs, summary);
   } else {
-    find_segment_with<kLargeHashLog>(w, in, n, seg, primes, table, recs, summary);
+    find_segment_with<Shape::kLargeHashLog, Shape>(w, in, n, seg, primes, table, recs, summary);
   }
 }
 

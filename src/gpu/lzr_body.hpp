@@ -4,7 +4,8 @@
 // gives its verdicts.
 //
 // Encoding a block (each block is an item of the LZ4 encoder's match finder,
-// gpu/lz4_gpu_encode.hpp, whose prime and find steps run unchanged):
+// gpu/lz4_gpu_encode.hpp, whose prime and find steps run in lzr's shape,
+// LzrFind below):
 //  1. prime + find (lz4k): a warp per 8 KiB segment records its sequences.
 //  2. count (a warp per segment): the segment's match bytes and extension
 //     bytes, from its records.
@@ -38,6 +39,23 @@ using simt::Warp;
 
 inline constexpr std::uint32_t kSegmentSize = lz4k::kSegmentSize;
 inline constexpr std::uint32_t kMaxSegmentRecords = lz4k::kMaxSegmentRecords;
+
+// How lzr's prime and find steps look for matches (lz4k::FindShape): a
+// reach of 56 KiB before each 8 KiB segment (the most that 16-bit table
+// positions allow), every 3rd position primed, tables of 2^12 entries as
+// the LZ4 encoder's, keys of 5 bytes, a lazy parse. Each of these paid on
+// silesia7 (docs/formats/lzr.md, "Why this shape"); the LZ4 encoder's shape
+// stays as it was, for its own size and speed targets.
+struct LzrFind {
+  static constexpr std::uint32_t kPrimeBytes = 57344;
+  static constexpr std::uint32_t kPrimeStride = 3;
+  static constexpr int kLargeHashLog = 12;
+  static constexpr std::uint32_t kHashBytes = 5;
+  static constexpr bool kLazy = true;
+};
+using FindTraits = lz4k::ShapeTraits<LzrFind>;
+inline constexpr std::uint32_t kPrimeEntries = FindTraits::kEntries;
+inline constexpr std::size_t kTableBytes = lz4k::table_bytes(LzrFind::kLargeHashLog);
 
 TANDEM_HD void store_u32le(std::uint8_t* p, std::uint32_t v) {
   p[0] = static_cast<std::uint8_t>(v);

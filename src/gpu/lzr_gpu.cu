@@ -99,7 +99,7 @@ Status compress_layout(std::size_t n, std::size_t max_item_size, const lzr::Para
   l->records = carve.take(seg_slots * body::kMaxSegmentRecords * sizeof(lz4k::SeqRecord));
   l->sums = carve.take(seg_slots * sizeof(lz4k::SegmentSummary));
   l->counts = carve.take(seg_slots * sizeof(body::SegmentCounts));
-  l->primes = carve.take(seg_slots * lz4k::kPrimeEntries * sizeof(std::uint16_t));
+  l->primes = carve.take(seg_slots * body::kPrimeEntries * sizeof(std::uint16_t));
   l->streams = carve.take(l->blocks * block_stream_bytes(*l));
   l->lengths = carve.take(l->blocks * lzr::kStreams * sizeof(std::uint32_t));
   l->ptrs = carve.take(l->blocks * lzr::kStreams * 2 * sizeof(void*));  // inputs, then outputs, of the rANS items
@@ -188,19 +188,19 @@ __global__ void __launch_bounds__(256) lzr_setup_kernel(CompressArgs a) {
 
 // Groups of lz4k::kPrimeGroup segments per block slot.
 __global__ void __launch_bounds__(lz4k::kPrimeWarps * 32) lzr_prime_kernel(CompressArgs a, std::uint32_t groups) {
-  __shared__ std::uint32_t running[lz4k::kPrimeEntries];
+  __shared__ std::uint32_t running[body::kPrimeEntries];
   const std::size_t b = blockIdx.x / groups;
   const std::uint32_t group = blockIdx.x % groups;
   const std::uint32_t n = slot_length(a, b);
   const std::uint32_t segments = static_cast<std::uint32_t>(lz4k::segment_count(n));
   if (segments <= 1 || group >= lz4k::prime_group_count(segments)) return;  // the same for the whole block
-  lz4k::prime_group(simt::Block<lz4k::kPrimeWarps>{}, slot_input(a, b), n, group, running,
-                    a.primes + b * a.segs * lz4k::kPrimeEntries);
+  lz4k::prime_group<body::LzrFind>(simt::Block<lz4k::kPrimeWarps>{}, slot_input(a, b), n, group, running,
+                                   a.primes + b * a.segs * body::kPrimeEntries);
 }
 
 __global__ void __launch_bounds__(kFindWarps * 32) lzr_find_kernel(CompressArgs a) {
   // 16-byte aligned: the find step clears its table 16 bytes at a time.
-  __shared__ uint4 tables[kFindWarps][lz4k::kPrimeEntries * sizeof(std::uint16_t) / sizeof(uint4)];
+  __shared__ uint4 tables[kFindWarps][body::kTableBytes / sizeof(uint4)];
   const std::size_t slot = warp_index();
   if (slot >= a.blocks * a.segs) return;
   const std::size_t b = slot / a.segs;
@@ -209,8 +209,8 @@ __global__ void __launch_bounds__(kFindWarps * 32) lzr_find_kernel(CompressArgs 
   if (s >= lz4k::segment_count(n)) return;
   const simt::Warp w;
   lz4k::SeqRecord* recs = a.records + slot * body::kMaxSegmentRecords;
-  lz4k::find_segment(w, slot_input(a, b), n, s, a.primes + b * a.segs * lz4k::kPrimeEntries,
-                     reinterpret_cast<std::uint16_t*>(tables[threadIdx.x / 32]), recs, a.sums + slot);
+  lz4k::find_segment<body::LzrFind>(w, slot_input(a, b), n, s, a.primes + b * a.segs * body::kPrimeEntries,
+                                    reinterpret_cast<std::uint16_t*>(tables[threadIdx.x / 32]), recs, a.sums + slot);
   body::count_segment(w, recs, a.sums[slot].count, a.counts + slot);
 }
 

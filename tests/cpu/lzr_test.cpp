@@ -117,6 +117,18 @@ TEST(LzrRoundTrip, IncompressibleStaysSmall) {
   EXPECT_LT(enc.size(), in.size() + in.size() / 50 + 200);
 }
 
+TEST(LzrRoundTrip, MatchesReachBeyond32KiB) {
+  // Random bytes, then the same bytes again 53,000 back: only a match finder
+  // that reaches past 32 KiB (lzr's reaches 56 KiB before each 8 KiB
+  // segment) codes the second copy as matches.
+  Bytes in = test::random_bytes(53000, 8);
+  in.insert(in.end(), in.begin(), in.end());
+  for (const std::uint32_t log : {lzr::kMaxBlockLog - 1, lzr::kMaxBlockLog}) {
+    expect_round_trip(in, Params{log});
+    EXPECT_LT(encode_ok(in, Params{log}).size(), in.size() / 2 + 2000);
+  }
+}
+
 TEST(LzrRoundTrip, Silesia) {
   if (test::silesia_dir().empty()) GTEST_SKIP() << "the Silesia corpus is not available";
   std::uint64_t in_bytes = 0, out_bytes = 0;
@@ -133,9 +145,10 @@ TEST(LzrRoundTrip, Silesia) {
     in_bytes += file.size();
     out_bytes += enc.size();
   }
-  // LZ77 with entropy-coded streams, well past what the same matches give as
-  // LZ4 (about 2.1): 2.737 measured on these 3 MiB prefixes.
-  if (in_bytes) EXPECT_GT(static_cast<double>(in_bytes) / static_cast<double>(out_bytes), 2.7);
+  // LZ77 with entropy-coded streams, well past what LZ4 gives (about 2.1):
+  // 2.853 measured on these 3 MiB prefixes (2.737 with the LZ4 encoder's
+  // match finder and 128 KiB blocks, before 2026-11-28).
+  if (in_bytes) EXPECT_GT(static_cast<double>(in_bytes) / static_cast<double>(out_bytes), 2.8);
 }
 
 TEST(LzrRoundTrip, LaneOrderDoesNotMatter) {
