@@ -188,13 +188,7 @@ void run(fuzz::Reader& in, bool raw) {
   FUZZ_ASSERT(decompress(Kind{}, file, &back, {}).ok());
   FUZZ_ASSERT(back == original);
 
-  bool edited = false;
-  for (int e = in.byte() % 4; e > 0; --e) {
-    const std::size_t at = in.le(3) % file.size();
-    const std::uint8_t x = in.byte();
-    file[at] ^= x;
-    edited = edited || x != 0;
-  }
+  bool edited = in.edit(&file);
   if (in.byte() & 1) {
     const std::size_t cut = in.le(3) % (file.size() + 1);
     edited = edited || cut < file.size();

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <vector>
 
 #define FUZZ_ASSERT(cond)                                                              \
   do {                                                                                 \
@@ -29,6 +30,18 @@ struct Reader {
     std::uint32_t v = 0;
     for (int i = 0; i < bytes; ++i) v |= static_cast<std::uint32_t>(byte()) << (8 * i);
     return v;
+  }
+  // Up to 3 edits of *b (not empty), each a position and a byte to xor
+  // there; true when one changed a byte.
+  bool edit(std::vector<std::uint8_t>* b) {
+    bool edited = false;
+    for (int e = byte() % 4; e > 0; --e) {
+      const std::size_t at = le(3) % b->size();
+      const std::uint8_t x = byte();
+      (*b)[at] ^= x;
+      edited = edited || x != 0;
+    }
+    return edited;
   }
 };
 

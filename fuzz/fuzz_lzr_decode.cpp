@@ -114,13 +114,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   FUZZ_ASSERT(lzr::encode(original, p, &again).ok());
   FUZZ_ASSERT(frame == again);
 
-  bool edited = false;
-  for (int e = in.byte() % 4; e > 0; --e) {
-    const std::size_t at = in.le(3) % frame.size();
-    const std::uint8_t x = in.byte();
-    frame[at] ^= x;
-    edited = edited || x != 0;
-  }
+  bool edited = in.edit(&frame);
   const std::uint8_t flags = in.byte();
   if (flags & 1) {
     const std::size_t cut = in.le(3) % (frame.size() + 1);

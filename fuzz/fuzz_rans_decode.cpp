@@ -116,13 +116,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   FUZZ_ASSERT(rans::encode(original, p, &again).ok());
   FUZZ_ASSERT(stream == again);
 
-  bool edited = false;
-  for (int e = in.byte() % 4; e > 0; --e) {
-    const std::size_t at = in.le(3) % stream.size();
-    const std::uint8_t x = in.byte();
-    stream[at] ^= x;
-    edited = edited || x != 0;
-  }
+  bool edited = in.edit(&stream);
   const std::uint8_t flags = in.byte();
   if (flags & 1) {
     const std::size_t cut = in.le(3) % (stream.size() + 1);
