@@ -1,0 +1,178 @@
+// The archive scanner on the CPU; see tandem/scan.hpp.
+#include "tandem/scan.hpp"
+
+#include <cstring>
+#include <span>
+
+#include "format/tar_format.hpp"
+#include "tandem/deflate.hpp"
+#include "tandem/zip.hpp"
+
+namespace tandem {
+
+namespace {
+
+enum class Layer { gzip, lz4, zip, tar, file };
+
+Layer layer_of(const std::uint8_t* p, std::size_t n) {
+  if (n >= 2 && p[0] == 0x1f && p[1] == 0x8b) return Layer::gzip;
+  if (n >= 4 && p[0] == 0x04 && p[1] == 0x22 && p[2] == 0x4d && p[3] == 0x18) return Layer::lz4;
+  if (n >= 4 && p[0] == 'P' && p[1] == 'K' && ((p[2] == 3 && p[3] == 4) || (p[2] == 5 && p[3] == 6))) {
+    return Layer::zip;
+  }
+  if (tar::looks_like_tar(p, n)) return Layer::tar;
+  return Layer::file;
+}
+
+// A gzip layer's content name: "x.tgz" -> "x.tar", "x.gz" -> "x".
+std::string without_suffix(std::string_view name, Layer layer) {
+  const auto ends = [&](std::string_view s) { return name.size() > s.size() && name.ends_with(s); };
+  if (layer == Layer::gzip) {
+    if (ends(".tgz")) return std::string(name.substr(0, name.size() - 4)) + ".tar";
+    if (ends(".gz")) return std::string(name.substr(0, name.size() - 3));
+  }
+  if (layer == Layer::lz4 && ends(".lz4")) return std::string(name.substr(0, name.size() - 4));
+  return std::string(name);
+}
+
+class Scanner {
+ public:
+  Scanner(const ScanLimits& limits, ScanResult* result) : limits_(limits), result_(result) {}
+
+  Status walk(std::span<const std::uint8_t> data, const std::string& path, const std::string& codec, int layer,
+              int depth) {
+    const Layer kind = layer_of(data.data(), data.size());
+    if (kind != Layer::file && depth > limits_.max_depth) {
+      return add(path, codec, layer, {}, {StatusCode::unsupported, "nested deeper than the scan's depth limit"});
+    }
+    switch (kind) {
+      case Layer::gzip:
+      case Layer::lz4: {
+        std::vector<std::uint8_t> inner;
+        const char* name = kind == Layer::gzip ? "gzip" : "lz4";
+        const Status s = decompress(kind, data, &inner);
+        if (!s) return add(path, join(codec, name), layer, {}, s);
+        return walk(inner, without_suffix(path, kind), join(codec, name), layer, depth + 1);
+      }
+      case Layer::zip: return walk_zip(data, path, codec, layer, depth);
+      case Layer::tar: return walk_tar(data, path, codec, layer, depth);
+      case Layer::file: break;
+    }
+    return add(path, codec.empty() ? "stored" : codec, layer, data, {});
+  }
+
+ private:
+  static std::string join(const std::string& a, const std::string& b) { return a.empty() ? b : a + "+" + b; }
+
+  // What one more decompression of `input` bytes may produce.
+  std::uint64_t budget(std::size_t input) const {
+    const std::uint64_t left = limits_.max_output - std::min(limits_.max_output, produced_);
+    const std::uint64_t ratio = input > limits_.max_output / std::max<std::uint64_t>(limits_.max_ratio, 1)
+                                    ? limits_.max_output
+                                    : std::max<std::uint64_t>(input, 1) * limits_.max_ratio;
+    return std::min(left, ratio);
+  }
+
+  Status over_limits(Status s, std::uint64_t allowed) const {
+    if (s.code != StatusCode::output_limit) return s;
+    return allowed < limits_.max_output - std::min(limits_.max_output, produced_)
+               ? Status{StatusCode::output_limit, "decompresses past the scan's ratio limit (a bomb?)"}
+               : Status{StatusCode::output_limit, "decompresses past the scan's output limit"};
+  }
+
+  Status decompress(Layer kind, std::span<const std::uint8_t> in, std::vector<std::uint8_t>* out) {
+    const std::uint64_t allowed = budget(in.size());
+    Status s;
+    if (kind == Layer::gzip) {
+      DeflateDecodeOptions o;
+      o.container = DeflateContainer::gzip;
+      o.threads = 1;
+      o.max_output = allowed;
+      s = deflate_decompress({in.data(), in.size()}, out, o);
+    } else {
+      Lz4DecodeOptions o;
+      o.threads = 1;
+      o.backend = Backend::cpu;
+      o.max_output = allowed;
+      s = lz4_frame_decompress({in.data(), in.size()}, out, o);
+    }
+    if (s) produced_ += out->size();
+    return over_limits(s, allowed);
+  }
+
+  Status walk_zip(std::span<const std::uint8_t> data, const std::string& path, const std::string& codec, int layer,
+                  int depth) {
+    std::vector<zip::Entry> entries;
+    zip::ReadLimits rl;
+    rl.max_entries = limits_.max_entries;
+    if (Status s = zip::read_directory(data, &entries, rl); !s) return add(path, join(codec, "zip"), layer, {}, s);
+    for (const zip::Entry& e : entries) {
+      if (e.is_directory() || e.is_symlink()) continue;
+      const std::string member = path + "/" + e.name;
+      const std::string how = join(codec, e.method == zip::kDeflate ? "zip:deflate" : "zip:stored");
+      std::vector<std::uint8_t> bytes;
+      const std::uint64_t allowed = e.method == zip::kStored ? e.size : budget(e.compressed_size);
+      Status s = zip::extract(data, e, &bytes, allowed);
+      if (s && e.method != zip::kStored) produced_ += bytes.size();
+      s = over_limits(s, allowed);
+      if (!s) {
+        if (Status a = add(member, how, layer + 1, {}, s); !a) return a;
+        continue;
+      }
+      if (Status w = walk(bytes, member, how, layer + 1, depth + 1); !w) return w;
+    }
+    return {};
+  }
+
+  Status walk_tar(std::span<const std::uint8_t> data, const std::string& path, const std::string& codec, int layer,
+                  int depth) {
+    std::vector<tar::Entry> entries;
+    tar::Limits tl;
+    tl.max_entries = limits_.max_entries;
+    const Status s = tar::parse(data.data(), data.size(), &entries, tl);
+    for (const tar::Entry& e : entries) {
+      if (e.kind != tar::Kind::file) continue;
+      const auto bytes = data.subspan(static_cast<std::size_t>(e.data_at), static_cast<std::size_t>(e.size));
+      if (Status w = walk(bytes, path + "/" + e.path, join(codec, "tar"), layer + 1, depth + 1); !w) return w;
+    }
+    // The members before a failure are listed; the failure is the archive's.
+    if (!s) return add(path, join(codec, "tar"), layer, {}, s);
+    return {};
+  }
+
+  Status add(const std::string& path, const std::string& codec, int layer, std::span<const std::uint8_t> bytes,
+             Status status) {
+    if (result_->entries.size() >= limits_.max_entries) {
+      return {StatusCode::bad_data, "more entries than the scan's limit"};
+    }
+    ScanEntry e;
+    e.path = path;
+    e.layer = layer;
+    e.codec = codec;
+    e.status = status;
+    e.offset = result_->bytes.size();
+    if (status) {
+      e.size = bytes.size();
+      result_->bytes.insert(result_->bytes.end(), bytes.begin(), bytes.end());
+    }
+    result_->entries.push_back(std::move(e));
+    return {};
+  }
+
+  const ScanLimits& limits_;
+  ScanResult* result_;
+  std::uint64_t produced_ = 0;
+};
+
+}  // namespace
+
+Status scan(ConstBuffer archive, std::string_view name, const ScanLimits& limits, ScanResult* result) {
+  if (!result || (!archive.data && archive.size)) return {StatusCode::invalid_argument, "null buffer"};
+  result->bytes.clear();
+  result->entries.clear();
+  Scanner s(limits, result);
+  const std::span<const std::uint8_t> data(static_cast<const std::uint8_t*>(archive.data), archive.size);
+  return s.walk(data, std::string(name), "", 0, 0);
+}
+
+}  // namespace tandem

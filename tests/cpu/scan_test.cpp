@@ -1,0 +1,191 @@
+// The archive scanner (tandem/scan.hpp) on the CPU: a tar.gz inside a ZIP
+// inside a tar.gz, every file's bytes and path; LZ4 frames and plain files;
+// gzip bombs stopped by the ratio and the output limits with their reasons;
+// nesting past the depth limit; a corrupted member beside good ones; the
+// entry limit.
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "support/test_support.hpp"
+#include "tandem/deflate.hpp"
+#include "tandem/scan.hpp"
+#include "tandem/zip.hpp"
+
+namespace tandem {
+namespace {
+
+using test::Bytes;
+namespace fs = std::filesystem;
+
+Bytes gzip(const Bytes& in) {
+  DeflateOptions o;
+  o.container = DeflateContainer::gzip;
+  o.level = 1;
+  Bytes out;
+  EXPECT_TRUE(deflate_compress({in.data(), in.size()}, &out, o).ok());
+  return out;
+}
+
+// A tar of `files` (name, bytes), written by the tar tool.
+Bytes tar_of(const std::vector<std::pair<std::string, Bytes>>& files) {
+  test::TempDir dir;
+  std::string names;
+  for (const auto& [name, data] : files) {
+    fs::create_directories((dir / "t" / name).parent_path());
+    test::write_file(dir / "t" / name, data);
+    names += " " + test::sh_quote(name);
+  }
+  std::string out;
+  EXPECT_EQ(test::run("cd " + test::sh_quote((dir / "t").string()) + " && tar -cf ../x.tar" + names, &out), 0) << out;
+  return test::read_file(dir / "x.tar");
+}
+
+const ScanEntry* find(const ScanResult& r, const std::string& path) {
+  for (const ScanEntry& e : r.entries) {
+    if (e.path == path) return &e;
+  }
+  return nullptr;
+}
+
+Bytes bytes_of(const ScanResult& r, const ScanEntry& e) {
+  return Bytes(r.bytes.begin() + static_cast<std::ptrdiff_t>(e.offset),
+               r.bytes.begin() + static_cast<std::ptrdiff_t>(e.offset + e.size));
+}
+
+TEST(Scan, NestedArchivesThreeLayersDeep) {
+  if (!test::have_tool("tar")) GTEST_SKIP() << "tar is not installed";
+  const Bytes a = test::text_like_bytes(50000, 1), b = test::random_bytes(3000, 2), c = test::mixed_bytes(7000, 3),
+              d = test::text_like_bytes(100, 4);
+  const Bytes inner = gzip(tar_of({{"a.txt", a}, {"sub/b.bin", b}}));
+  zip::Writer w;
+  ASSERT_TRUE(w.add_file("pkg/inner.tar.gz", inner).ok());
+  ASSERT_TRUE(w.add_file("c.txt", c).ok());
+  ASSERT_TRUE(w.add_directory("empty/").ok());
+  ASSERT_TRUE(w.finish().ok());
+  const Bytes outer = gzip(tar_of({{"mid.zip", w.bytes()}, {"d.txt", d}}));
+
+  ScanResult r;
+  ASSERT_STATUS(scan({outer.data(), outer.size()}, "outer.tar.gz", {}, &r), StatusCode::ok);
+  ASSERT_EQ(r.entries.size(), 4u);
+  for (const ScanEntry& e : r.entries) EXPECT_TRUE(e.status.ok()) << e.path << ": " << e.status.to_string();
+  const ScanEntry* ea = find(r, "outer.tar/mid.zip/pkg/inner.tar/a.txt");
+  const ScanEntry* eb = find(r, "outer.tar/mid.zip/pkg/inner.tar/sub/b.bin");
+  const ScanEntry* ec = find(r, "outer.tar/mid.zip/c.txt");
+  const ScanEntry* ed = find(r, "outer.tar/d.txt");
+  ASSERT_TRUE(ea && eb && ec && ed);
+  EXPECT_EQ(bytes_of(r, *ea), a);
+  EXPECT_EQ(bytes_of(r, *eb), b);
+  EXPECT_EQ(bytes_of(r, *ec), c);
+  EXPECT_EQ(bytes_of(r, *ed), d);
+  EXPECT_EQ(ea->layer, 3);
+  EXPECT_EQ(ea->codec, "gzip+tar+zip:stored+gzip+tar") << "a gzip member does not deflate further";
+  EXPECT_EQ(ed->layer, 1);
+  EXPECT_EQ(ed->codec, "gzip+tar");
+}
+
+TEST(Scan, Lz4FramesAndPlainFiles) {
+  const Bytes data = test::text_like_bytes(200000, 5);
+  Bytes frame;
+  ASSERT_TRUE(lz4_frame_compress({data.data(), data.size()}, &frame).ok());
+  ScanResult r;
+  ASSERT_STATUS(scan({frame.data(), frame.size()}, "log.lz4", {}, &r), StatusCode::ok);
+  ASSERT_EQ(r.entries.size(), 1u);
+  EXPECT_EQ(r.entries[0].path, "log");
+  EXPECT_EQ(r.entries[0].codec, "lz4");
+  EXPECT_EQ(r.bytes, data);
+  ASSERT_STATUS(scan({data.data(), data.size()}, "plain", {}, &r), StatusCode::ok);
+  ASSERT_EQ(r.entries.size(), 1u);
+  EXPECT_EQ(r.entries[0].codec, "stored");
+  EXPECT_EQ(r.bytes, data);
+  ASSERT_STATUS(scan({nullptr, 0}, "empty", {}, &r), StatusCode::ok);
+  ASSERT_EQ(r.entries.size(), 1u);
+  EXPECT_EQ(r.entries[0].size, 0u);
+}
+
+TEST(Scan, BombsStopAtTheRatioAndOutputLimits) {
+  const Bytes zeros(64u << 20, 0);
+  const Bytes bomb = gzip(zeros);
+  ASSERT_LT(bomb.size(), zeros.size() / 500);
+  ScanLimits l;
+  l.max_ratio = 100;
+  ScanResult r;
+  ASSERT_STATUS(scan({bomb.data(), bomb.size()}, "z.gz", l, &r), StatusCode::ok);
+  ASSERT_EQ(r.entries.size(), 1u);
+  EXPECT_STATUS(r.entries[0].status, StatusCode::output_limit);
+  EXPECT_NE(r.entries[0].status.to_string().find("ratio"), std::string::npos) << r.entries[0].status.to_string();
+  EXPECT_TRUE(r.bytes.empty());
+  l = {};
+  l.max_output = 1u << 20;
+  ASSERT_STATUS(scan({bomb.data(), bomb.size()}, "z.gz", l, &r), StatusCode::ok);
+  EXPECT_STATUS(r.entries[0].status, StatusCode::output_limit);
+  EXPECT_NE(r.entries[0].status.to_string().find("output limit"), std::string::npos);
+  l = {};  // within the defaults
+  ASSERT_STATUS(scan({bomb.data(), bomb.size()}, "z.gz", l, &r), StatusCode::ok);
+  EXPECT_TRUE(r.entries[0].status.ok());
+  EXPECT_EQ(r.bytes.size(), zeros.size());
+  // A ZIP entry that claims more than the limits allow.
+  zip::Writer w;
+  ASSERT_TRUE(w.add_file("zeros", zeros).ok());
+  ASSERT_TRUE(w.add_file("small", Bytes{1, 2, 3}).ok());
+  ASSERT_TRUE(w.finish().ok());
+  l.max_ratio = 100;
+  ASSERT_STATUS(scan({w.bytes().data(), w.bytes().size()}, "b.zip", l, &r), StatusCode::ok);
+  ASSERT_EQ(r.entries.size(), 2u);
+  EXPECT_STATUS(r.entries[0].status, StatusCode::output_limit);
+  EXPECT_TRUE(r.entries[1].status.ok());
+  EXPECT_EQ(r.bytes, (Bytes{1, 2, 3}));
+}
+
+TEST(Scan, DepthLimitAndCorruptedMembers) {
+  Bytes nested = test::text_like_bytes(1000, 6);
+  for (int i = 0; i < 6; ++i) nested = gzip(nested);
+  ScanLimits l;
+  l.max_depth = 3;
+  ScanResult r;
+  ASSERT_STATUS(scan({nested.data(), nested.size()}, "n.gz", l, &r), StatusCode::ok);
+  ASSERT_EQ(r.entries.size(), 1u);
+  EXPECT_STATUS(r.entries[0].status, StatusCode::unsupported);
+  l.max_depth = 6;
+  ASSERT_STATUS(scan({nested.data(), nested.size()}, "n.gz", l, &r), StatusCode::ok);
+  EXPECT_TRUE(r.entries[0].status.ok());
+  EXPECT_EQ(r.bytes, test::text_like_bytes(1000, 6));
+
+  Bytes broken = gzip(test::text_like_bytes(5000, 7));
+  broken[broken.size() / 2] ^= 0xFF;
+  zip::Writer w;
+  ASSERT_TRUE(w.add_file("broken.gz", broken).ok());
+  ASSERT_TRUE(w.add_file("fine.txt", Bytes{'o', 'k'}).ok());
+  ASSERT_TRUE(w.finish().ok());
+  ASSERT_STATUS(scan({w.bytes().data(), w.bytes().size()}, "m.zip", {}, &r), StatusCode::ok);
+  ASSERT_EQ(r.entries.size(), 2u);
+  EXPECT_FALSE(r.entries[0].status.ok());
+  EXPECT_EQ(r.entries[0].path, "m.zip/broken.gz");
+  EXPECT_TRUE(r.entries[1].status.ok());
+  EXPECT_EQ(bytes_of(r, r.entries[1]), (Bytes{'o', 'k'}));
+  // A truncated ZIP is an entry with its status.
+  const Bytes cut(w.bytes().begin(), w.bytes().end() - 10);
+  ASSERT_STATUS(scan({cut.data(), cut.size()}, "cut.zip", {}, &r), StatusCode::ok);
+  ASSERT_EQ(r.entries.size(), 1u);
+  EXPECT_FALSE(r.entries[0].status.ok());
+  // A container over the entry limit is an entry with that status.
+  zip::Writer many;
+  for (int i = 0; i < 10; ++i) ASSERT_TRUE(many.add_file("f" + std::to_string(i), Bytes{1}).ok());
+  ASSERT_TRUE(many.finish().ok());
+  l = {};
+  l.max_entries = 5;
+  ASSERT_STATUS(scan({many.bytes().data(), many.bytes().size()}, "many.zip", l, &r), StatusCode::ok);
+  ASSERT_EQ(r.entries.size(), 1u);
+  EXPECT_STATUS(r.entries[0].status, StatusCode::output_limit);
+  // Entries of several containers together past the limit stop the scan.
+  zip::Writer two;
+  ASSERT_TRUE(two.add_file("a.zip", many.bytes()).ok());
+  ASSERT_TRUE(two.add_file("b.zip", many.bytes()).ok());
+  ASSERT_TRUE(two.finish().ok());
+  l.max_entries = 15;
+  EXPECT_STATUS(scan({two.bytes().data(), two.bytes().size()}, "two.zip", l, &r), StatusCode::bad_data);
+  EXPECT_EQ(r.entries.size(), 15u);
+}
+
+}  // namespace
+}  // namespace tandem
