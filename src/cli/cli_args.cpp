@@ -36,7 +36,8 @@ bool all_digits(std::string_view s) {
 }
 
 bool is_subcommand(std::string_view s) {
-  return s == "compress" || s == "decompress" || s == "bench" || s == "pages" || s == "zip" || s == "unzip";
+  return s == "compress" || s == "decompress" || s == "bench" || s == "pages" || s == "zip" || s == "unzip" ||
+         s == "scan";
 }
 
 // Options whose value is the next argument: `-T -3` is a bad thread count for
@@ -44,7 +45,8 @@ bool is_subcommand(std::string_view s) {
 bool takes_value(std::string_view s) {
   for (const char* option : {"-o", "--output", "-T", "--threads", "-B", "--backend", "--codec", "--chunk",
                              "--chunks", "--json", "--min-time", "--runs", "--page-size", "--batches",
-                             "--engines", "--size", "--timeline", "-d", "--dir", "--max-output"}) {
+                             "--engines", "--size", "--timeline", "-d", "--dir", "--max-output", "--extract",
+                             "--max-ratio", "--max-depth"}) {
     if (s == option) return true;
   }
   return false;
@@ -485,8 +487,11 @@ CommandLine parse_command_line(int argc, char** argv) {
   }
 
   std::string error;
-  if (*result.zip.zip || *result.zip.unzip) {
+  if (*result.zip.zip || *result.zip.unzip || *result.zip.scan) {
     if (*result.zip.zip) result.zip.inputs.insert(result.zip.inputs.end(), rw.trailing.begin(), rw.trailing.end());
+    if (*result.zip.scan) {
+      result.zip.scan_inputs.insert(result.zip.scan_inputs.end(), rw.trailing.begin(), rw.trailing.end());
+    }
     result.action = Action::zip;
     return result;
   }

@@ -13,8 +13,11 @@
 #include <fstream>
 #include <string_view>
 
+#include <nlohmann/json.hpp>
+
 #include "cli/cli_args.hpp"
 #include "cli/cli_output.hpp"
+#include "tandem/scan.hpp"
 #include "tandem/zip.hpp"
 
 namespace tandem::cli {
@@ -256,6 +259,104 @@ int run_unzip(const ZipCommands& z) {
   return failed ? 1 : 0;
 }
 
+const char* code_name(StatusCode c) {
+  switch (c) {
+    case StatusCode::ok: return "ok";
+    case StatusCode::truncated: return "truncated";
+    case StatusCode::bad_data: return "bad_data";
+    case StatusCode::unsupported: return "unsupported";
+    case StatusCode::checksum_mismatch: return "checksum_mismatch";
+    case StatusCode::output_limit: return "output_limit";
+    default: return "error";
+  }
+}
+
+int run_scan(const ZipCommands& z) {
+  ScanLimits limits;
+  std::uint64_t ratio = 0;
+  if (!parse_size(z.max_output, &limits.max_output) || !parse_size(z.max_ratio, &ratio) || ratio == 0) {
+    std::fprintf(stderr, "tandem scan: --max-output and --max-ratio take sizes (64G, 1000)\n");
+    return 2;
+  }
+  limits.max_ratio = ratio;
+  limits.max_depth = z.max_depth;
+  const bool extract = !z.extract.empty();
+  const fs::path root(z.extract);
+  if (extract) {
+    std::error_code ec;
+    fs::create_directories(root, ec);
+    if (!fs::is_directory(root, ec)) {
+      std::fprintf(stderr, "tandem scan: %s: not a directory\n", z.extract.c_str());
+      return 1;
+    }
+  }
+  bool failed = false;
+  nlohmann::json report = nlohmann::json::array();
+  if (!extract && z.json.empty()) std::printf("%12s %5s %-28s %-12s %s\n", "size", "layer", "codec", "status", "path");
+  for (const std::string& input : z.scan_inputs) {
+    std::vector<std::uint8_t> archive;
+    std::string error;
+    if (!read_all(input, &archive, &error)) {
+      std::fprintf(stderr, "tandem scan: %s: %s\n", input.c_str(), error.c_str());
+      failed = true;
+      continue;
+    }
+    ScanResult r;
+    const std::string name = fs::path(input).filename().string();
+    const Status s = scan({archive.data(), archive.size()}, name, limits, &r);
+    if (!s) {
+      std::fprintf(stderr, "tandem scan: %s: %s\n", input.c_str(), s.to_string().c_str());
+      failed = true;
+    }
+    nlohmann::json entries = nlohmann::json::array();
+    for (const ScanEntry& e : r.entries) {
+      if (!e.status) {
+        std::fprintf(stderr, "tandem scan: %s: %s\n", e.path.c_str(), e.status.to_string().c_str());
+        failed = true;
+      }
+      entries.push_back({{"path", e.path},
+                         {"layer", e.layer},
+                         {"offset", e.offset},
+                         {"size", e.size},
+                         {"codec", e.codec},
+                         {"status", code_name(e.status.code)},
+                         {"reason", e.status.reason ? e.status.reason : ""}});
+      if (!extract && z.json.empty()) {
+        std::printf("%12llu %5d %-28s %-12s %s\n", static_cast<unsigned long long>(e.size), e.layer, e.codec.c_str(),
+                    code_name(e.status.code), e.path.c_str());
+      }
+      if (!extract || !e.status) continue;
+      std::string rel;
+      if (!zip::safe_relative_path(e.path, &rel)) {
+        std::fprintf(stderr, "tandem scan: %s: refused: the path would leave the directory\n", e.path.c_str());
+        failed = true;
+        continue;
+      }
+      if (!make_parents(root, rel, false, &error) ||
+          !write_atomically(root / rel, r.bytes.data() + e.offset, static_cast<std::size_t>(e.size), 0644, z.force,
+                            &error)) {
+        std::fprintf(stderr, "tandem scan: %s: refused: %s\n", e.path.c_str(), error.c_str());
+        failed = true;
+        continue;
+      }
+      if (!z.quiet) std::fprintf(stderr, "  extracted: %s\n", rel.c_str());
+    }
+    report.push_back({{"archive", input}, {"entries", std::move(entries)}});
+  }
+  if (!z.json.empty()) {
+    const std::string text = report.dump(2) + "\n";
+    std::string error;
+    if (z.json == "-") {
+      std::fwrite(text.data(), 1, text.size(), stdout);
+    } else if (!write_atomically(z.json, reinterpret_cast<const std::uint8_t*>(text.data()), text.size(), 0644, true,
+                                 &error)) {
+      std::fprintf(stderr, "tandem scan: %s: %s\n", z.json.c_str(), error.c_str());
+      return 1;
+    }
+  }
+  return failed ? 1 : 0;
+}
+
 }  // namespace
 
 void add_zip_commands(CLI::App& app, ZipCommands* z) {
@@ -274,6 +375,19 @@ void add_zip_commands(CLI::App& app, ZipCommands* z) {
   z->unzip->add_flag("-f,--force", z->force, "Replace existing files");
   z->unzip->add_flag("-l,--list", z->list, "List the entries, extract nothing");
   z->unzip->add_flag("-q,--quiet", z->quiet, "Print nothing but errors");
+
+  z->scan = app.add_subcommand(
+      "scan", "List (or extract) every file inside ARCHIVES, through any nesting of gzip, LZ4, tar and ZIP");
+  z->scan->add_option("ARCHIVES", z->scan_inputs, "Archives to scan")->required();
+  z->scan->add_flag("-l,--list", z->list, "List the entries (the default without --json or --extract)");
+  z->scan->add_option("--json", z->json, "Write the entry tables as JSON to FILE ('-' for stdout)")->type_name("FILE");
+  z->scan->add_option("--extract", z->extract, "Write every file under DIR, never outside it")->type_name("DIR");
+  z->scan->add_option("--max-output", z->max_output, "Stop decompressing an archive past this many bytes (64G)");
+  z->scan->add_option("--max-ratio", z->max_ratio, "Stop a decompression past this many bytes a byte in (1000)");
+  z->scan->add_option("--max-depth", z->max_depth, "Stop nesting this deep below an archive (8)")
+      ->check(CLI::Range(0, 64));
+  z->scan->add_flag("-f,--force", z->force, "Replace existing files");
+  z->scan->add_flag("-q,--quiet", z->quiet, "Print nothing but errors");
 }
 
 bool run_zip_commands(const ZipCommands& z, int* code) {
@@ -283,6 +397,10 @@ bool run_zip_commands(const ZipCommands& z, int* code) {
   }
   if (z.unzip && z.unzip->parsed()) {
     *code = run_unzip(z);
+    return true;
+  }
+  if (z.scan && z.scan->parsed()) {
+    *code = run_scan(z);
     return true;
   }
   return false;
