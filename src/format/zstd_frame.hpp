@@ -95,6 +95,7 @@ struct Block {
   bool last = false;
   bool decoded_size_known() const { return type != BlockType::compressed; }
 };
+static_assert(sizeof(Block) <= 32);
 
 enum class FrameKind : std::uint8_t { zstd = 0, skippable = 1 };
 

@@ -785,6 +785,24 @@ TEST(ZstdFrame, ConcatenatedLibzstdFramesWithSkippableOnes) {
   EXPECT_EQ(n, content.size());
 }
 
+TEST(ZstdFrame, EveryTruncationOfALibzstdFrameIsTruncated) {
+  using namespace tandem::test;
+  // Raw, RLE and compressed blocks, and a checksum.
+  const Bytes data = cat({random_bytes(128 << 10, 9), constant_bytes(128 << 10, 'k'), text_like_bytes(64 << 10, 10)});
+  Written w;
+  w.checksum = true;
+  const Bytes frame = zstd_compress(data, w);
+  zf::Parsed p;
+  ASSERT_TRUE(parse(frame, &p).ok());
+  bool types[3] = {};
+  for (const zf::Block& b : p.blocks) types[static_cast<int>(b.type)] = true;
+  EXPECT_TRUE(types[0] && types[1] && types[2]);
+  for (std::size_t n = 0; n < frame.size(); ++n) {
+    const Status s = zf::parse({frame.data(), n}, {}, &p);
+    ASSERT_STATUS(s, StatusCode::truncated) << "cut at " << n;
+  }
+}
+
 TEST(ZstdFrame, FramesWrittenByTheZstdTool) {
   if (!tandem::test::have_tool("zstd")) GTEST_SKIP() << "the zstd command is not installed";
   tandem::test::TempDir dir;
