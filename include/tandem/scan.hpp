@@ -1,8 +1,9 @@
 // tandem - the archive scanner: every file inside an archive, through any
-// nesting of gzip, LZ4 frames, tar and ZIP (a tar.gz inside a ZIP inside a
-// tar.gz), decompressed into one buffer with a table of entries.
+// nesting of gzip, zstd and LZ4 frames, tar and ZIP (a tar.gz inside a ZIP
+// inside a tar.zst), decompressed into one buffer with a table of entries.
 //
-// This is the CPU path: each layer is parsed and decompressed on the host.
+// This is the CPU path: each layer is parsed and decompressed on the host
+// (zstd frames by libzstd).
 // Its input is hostile: limits on the total output, on each decompression's
 // ratio, on the depth of nesting and on the number of entries stop zip and
 // tar bombs with a status, and every entry carries its own status, so one
@@ -34,7 +35,7 @@ struct ScanEntry {
   int layer = 0;              // containers (tar, ZIP) above it
   std::uint64_t offset = 0;   // of its bytes in ScanResult::bytes
   std::uint64_t size = 0;     // its bytes there (0 when status is not ok)
-  std::string codec;          // the layers it came through: "gzip+tar", "zip:deflate", "zip:stored", "stored"
+  std::string codec;          // the layers it came through: "gzip+tar", "zstd", "zip:deflate", "zip:stored", "stored"
   Status status;              // ok, or why its bytes are not there
 };
 

@@ -377,7 +377,7 @@ void add_zip_commands(CLI::App& app, ZipCommands* z) {
   z->unzip->add_flag("-q,--quiet", z->quiet, "Print nothing but errors");
 
   z->scan = app.add_subcommand(
-      "scan", "List (or extract) every file inside ARCHIVES, through any nesting of gzip, LZ4, tar and ZIP");
+      "scan", "List (or extract) every file inside ARCHIVES, through any nesting of gzip, zstd, LZ4, tar and ZIP");
   z->scan->add_option("ARCHIVES", z->scan_inputs, "Archives to scan")->required();
   z->scan->add_flag("-l,--list", z->list, "List the entries (the default without --json or --extract)");
   z->scan->add_option("--json", z->json, "Write the entry tables as JSON to FILE ('-' for stdout)")->type_name("FILE");

@@ -16,7 +16,7 @@
 // entries instead.
 //
 // scan lists every file inside each ARCHIVE through any nesting of gzip,
-// LZ4, tar and ZIP (tandem/scan.hpp), with the limits that stop bombs;
+// zstd, LZ4, tar and ZIP (tandem/scan.hpp), with the limits that stop bombs;
 // --json writes the entry tables, --extract writes each file under DIR at
 // its path through the containers, with unzip's rules (never outside DIR,
 // no link followed, nothing replaced without -f). An entry that failed or

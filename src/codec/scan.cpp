@@ -1,7 +1,10 @@
 // The archive scanner on the CPU; see tandem/scan.hpp.
 #include "tandem/scan.hpp"
 
+#include <zstd.h>
+
 #include <cstring>
+#include <memory>
 #include <span>
 
 #include "format/tar_format.hpp"
@@ -12,11 +15,12 @@ namespace tandem {
 
 namespace {
 
-enum class Layer { gzip, lz4, zip, tar, file };
+enum class Layer { gzip, lz4, zstd, zip, tar, file };
 
 Layer layer_of(const std::uint8_t* p, std::size_t n) {
   if (n >= 2 && p[0] == 0x1f && p[1] == 0x8b) return Layer::gzip;
   if (n >= 4 && p[0] == 0x04 && p[1] == 0x22 && p[2] == 0x4d && p[3] == 0x18) return Layer::lz4;
+  if (n >= 4 && p[0] == 0x28 && p[1] == 0xb5 && p[2] == 0x2f && p[3] == 0xfd) return Layer::zstd;
   if (n >= 4 && p[0] == 'P' && p[1] == 'K' && ((p[2] == 3 && p[3] == 4) || (p[2] == 5 && p[3] == 6))) {
     return Layer::zip;
   }
@@ -24,7 +28,8 @@ Layer layer_of(const std::uint8_t* p, std::size_t n) {
   return Layer::file;
 }
 
-// A gzip layer's content name: "x.tgz" -> "x.tar", "x.gz" -> "x".
+// A compression layer's content name: "x.tgz" -> "x.tar", "x.gz" -> "x",
+// "x.tzst" -> "x.tar", "x.zst" -> "x", "x.lz4" -> "x".
 std::string without_suffix(std::string_view name, Layer layer) {
   const auto ends = [&](std::string_view s) { return name.size() > s.size() && name.ends_with(s); };
   if (layer == Layer::gzip) {
@@ -32,6 +37,10 @@ std::string without_suffix(std::string_view name, Layer layer) {
     if (ends(".gz")) return std::string(name.substr(0, name.size() - 3));
   }
   if (layer == Layer::lz4 && ends(".lz4")) return std::string(name.substr(0, name.size() - 4));
+  if (layer == Layer::zstd) {
+    if (ends(".tzst")) return std::string(name.substr(0, name.size() - 5)) + ".tar";
+    if (ends(".zst")) return std::string(name.substr(0, name.size() - 4));
+  }
   return std::string(name);
 }
 
@@ -47,9 +56,10 @@ class Scanner {
     }
     switch (kind) {
       case Layer::gzip:
-      case Layer::lz4: {
+      case Layer::lz4:
+      case Layer::zstd: {
         std::vector<std::uint8_t> inner;
-        const char* name = kind == Layer::gzip ? "gzip" : "lz4";
+        const char* name = kind == Layer::gzip ? "gzip" : kind == Layer::lz4 ? "lz4" : "zstd";
         const Status s = decompress(kind, data, &inner);
         if (!s) return add(path, join(codec, name), layer, {}, s);
         return walk(inner, without_suffix(path, kind), join(codec, name), layer, depth + 1);
@@ -89,6 +99,8 @@ class Scanner {
       o.threads = 1;
       o.max_output = allowed;
       s = deflate_decompress({in.data(), in.size()}, out, o);
+    } else if (kind == Layer::zstd) {
+      s = decompress_zstd(in, allowed, out);
     } else {
       Lz4DecodeOptions o;
       o.threads = 1;
@@ -98,6 +110,28 @@ class Scanner {
     }
     if (s) produced_ += out->size();
     return over_limits(s, allowed);
+  }
+
+  // Every frame of `in` (zstd and skippable frames, concatenated) by
+  // libzstd into *out, up to `allowed` bytes.
+  static Status decompress_zstd(std::span<const std::uint8_t> in, std::uint64_t allowed,
+                                std::vector<std::uint8_t>* out) {
+    const std::unique_ptr<ZSTD_DCtx, decltype(&ZSTD_freeDCtx)> dctx(ZSTD_createDCtx(), &ZSTD_freeDCtx);
+    if (!dctx) return {StatusCode::out_of_memory, "zstd decoder"};
+    out->clear();
+    std::vector<std::uint8_t> chunk(ZSTD_DStreamOutSize());
+    ZSTD_inBuffer src{in.data(), in.size(), 0};
+    std::size_t pending = 0;  // not 0 while a frame is unfinished
+    for (;;) {
+      ZSTD_outBuffer dst{chunk.data(), chunk.size(), 0};
+      pending = ZSTD_decompressStream(dctx.get(), &dst, &src);
+      if (ZSTD_isError(pending)) return {StatusCode::bad_data, ZSTD_getErrorName(pending)};
+      if (dst.pos > allowed - out->size()) return {StatusCode::output_limit, "zstd output over the limit"};
+      out->insert(out->end(), chunk.data(), chunk.data() + dst.pos);
+      if (src.pos == src.size && dst.pos < dst.size) break;  // all input taken and all output flushed
+    }
+    if (pending != 0) return {StatusCode::truncated, "zstd frame cut short"};
+    return {};
   }
 
   Status walk_zip(std::span<const std::uint8_t> data, const std::string& path, const std::string& codec, int layer,

@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include <zstd.h>
+
 #include "support/test_support.hpp"
 #include "tandem/deflate.hpp"
 #include "tandem/scan.hpp"
@@ -17,6 +19,14 @@ namespace {
 
 using test::Bytes;
 namespace fs = std::filesystem;
+
+Bytes zstd(const Bytes& in, int level = 3) {
+  Bytes out(ZSTD_compressBound(in.size()));
+  const std::size_t n = ZSTD_compress(out.data(), out.size(), in.data(), in.size(), level);
+  EXPECT_FALSE(ZSTD_isError(n));
+  out.resize(n);
+  return out;
+}
 
 Bytes gzip(const Bytes& in) {
   DeflateOptions o;
@@ -185,6 +195,46 @@ TEST(Scan, DepthLimitAndCorruptedMembers) {
   l.max_entries = 15;
   EXPECT_STATUS(scan({two.bytes().data(), two.bytes().size()}, "two.zip", l, &r), StatusCode::bad_data);
   EXPECT_EQ(r.entries.size(), 15u);
+}
+
+TEST(Scan, ZstdFramesConcatenatedCorruptedAndBombs) {
+  if (!test::have_tool("tar")) GTEST_SKIP() << "tar is not installed";
+  const Bytes a = test::text_like_bytes(300000, 8), b = test::random_bytes(4000, 9);
+  const Bytes tzst = zstd(tar_of({{"a.txt", a}, {"b.bin", b}}), 19);
+  ScanResult r;
+  ASSERT_STATUS(scan({tzst.data(), tzst.size()}, "pkg.tzst", {}, &r), StatusCode::ok);
+  ASSERT_EQ(r.entries.size(), 2u);
+  EXPECT_EQ(r.entries[0].path, "pkg.tar/a.txt");
+  EXPECT_EQ(r.entries[0].codec, "zstd+tar");
+  EXPECT_EQ(bytes_of(r, r.entries[0]), a);
+  EXPECT_EQ(bytes_of(r, r.entries[1]), b);
+  // Two frames and a skippable frame between them: one content.
+  Bytes two = zstd(a, 1);
+  const Bytes skippable = {0x50, 0x2A, 0x4D, 0x18, 3, 0, 0, 0, 'x', 'y', 'z'};
+  two.insert(two.end(), skippable.begin(), skippable.end());
+  const Bytes second = zstd(b, 1);
+  two.insert(two.end(), second.begin(), second.end());
+  ASSERT_STATUS(scan({two.data(), two.size()}, "two.zst", {}, &r), StatusCode::ok);
+  ASSERT_EQ(r.entries.size(), 1u);
+  Bytes both = a;
+  both.insert(both.end(), b.begin(), b.end());
+  EXPECT_EQ(r.bytes, both);
+  EXPECT_EQ(r.entries[0].path, "two");
+  // Cut and corrupted frames.
+  const Bytes cut(tzst.begin(), tzst.end() - 7);
+  ASSERT_STATUS(scan({cut.data(), cut.size()}, "cut.zst", {}, &r), StatusCode::ok);
+  EXPECT_STATUS(r.entries[0].status, StatusCode::truncated);
+  Bytes bad = tzst;
+  bad[bad.size() / 2] ^= 0x55;
+  ASSERT_STATUS(scan({bad.data(), bad.size()}, "bad.zst", {}, &r), StatusCode::ok);
+  EXPECT_FALSE(r.entries[0].status.ok());
+  // A bomb.
+  const Bytes bomb = zstd(Bytes(64u << 20, 0), 3);
+  ScanLimits l;
+  l.max_ratio = 100;
+  ASSERT_STATUS(scan({bomb.data(), bomb.size()}, "z.zst", l, &r), StatusCode::ok);
+  EXPECT_STATUS(r.entries[0].status, StatusCode::output_limit);
+  EXPECT_NE(r.entries[0].status.to_string().find("ratio"), std::string::npos) << r.entries[0].status.to_string();
 }
 
 }  // namespace
