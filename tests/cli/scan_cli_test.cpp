@@ -44,7 +44,8 @@ TEST_F(ScanCli, ListsJsonAndExtractsNestedArchives) {
   const nlohmann::json report = nlohmann::json::parse(text.begin(), text.end());
   ASSERT_EQ(report.size(), 1u);
   ASSERT_EQ(report[0]["entries"].size(), 4u);
-  EXPECT_EQ(report[0]["entries"][0]["codec"], "gzip+tar+zip:stored+gzip+tar");
+  const std::string codec = report[0]["entries"][0]["codec"];
+  EXPECT_TRUE(codec == "gzip+tar+zip:stored+gzip+tar" || codec == "gzip+tar+zip:deflate+gzip+tar") << codec;
   EXPECT_EQ(report[0]["entries"][0]["status"], "ok");
 
   const Result x = tandem("scan -q --extract out outer.tgz");
