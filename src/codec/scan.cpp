@@ -74,18 +74,20 @@ class Scanner {
  private:
   static std::string join(const std::string& a, const std::string& b) { return a.empty() ? b : a + "+" + b; }
 
+  // What the output limit leaves to all decompressions still to come.
+  std::uint64_t left() const { return limits_.max_output - std::min(limits_.max_output, produced_); }
+
   // What one more decompression of `input` bytes may produce.
   std::uint64_t budget(std::size_t input) const {
-    const std::uint64_t left = limits_.max_output - std::min(limits_.max_output, produced_);
     const std::uint64_t ratio = input > limits_.max_output / std::max<std::uint64_t>(limits_.max_ratio, 1)
                                     ? limits_.max_output
                                     : std::max<std::uint64_t>(input, 1) * limits_.max_ratio;
-    return std::min(left, ratio);
+    return std::min(left(), ratio);
   }
 
   Status over_limits(Status s, std::uint64_t allowed) const {
     if (s.code != StatusCode::output_limit) return s;
-    return allowed < limits_.max_output - std::min(limits_.max_output, produced_)
+    return allowed < left()
                ? Status{StatusCode::output_limit, "decompresses past the scan's ratio limit (a bomb?)"}
                : Status{StatusCode::output_limit, "decompresses past the scan's output limit"};
   }

@@ -182,6 +182,14 @@ TANDEM_HD Lanes<LaneFreqs> lane_freqs(const Warp& w, const std::uint32_t* freq) 
     return m;
   });
 }
+// Bits of a lane's symbols' codes at order k.
+TANDEM_HD std::uint32_t lane_code_bits(const LaneFreqs& m, std::uint32_t k) {
+  std::uint32_t bits = 0;
+  for (int j = 0; j < kSymbolsPerLane; ++j) {
+    if (m.f[j]) bits += code_bits(m.f[j] - 1, k);
+  }
+  return bits;
+}
 
 // How a table is coded: the order that codes freq in the fewest bits (the
 // lowest of equals) and the table's size in bytes at that order.
@@ -196,13 +204,7 @@ TANDEM_HD TableCode best_table_code(const Warp& w, const std::uint32_t* freq) {
   const Lanes<LaneFreqs> mine = lane_freqs(w, freq);
   std::uint32_t best = 0, best_bits = 0;
   for (std::uint32_t k = 0; k <= rans::kMaxCodeOrder; ++k) {
-    const std::uint32_t bits = w.sum(w.map([&](int l) {
-      std::uint32_t b = 0;
-      for (int j = 0; j < kSymbolsPerLane; ++j) {
-        if (mine[l].f[j]) b += code_bits(mine[l].f[j] - 1, k);
-      }
-      return b;
-    }));
+    const std::uint32_t bits = w.sum(w.map([&](int l) { return lane_code_bits(mine[l], k); }));
     if (k == 0 || bits < best_bits) {
       best = k;
       best_bits = bits;
@@ -223,13 +225,7 @@ inline constexpr std::uint32_t kTableScratchWords =
 TANDEM_HD void write_table(const Warp& w, const std::uint32_t* freq, std::uint32_t k, std::uint32_t* scratch,
                            std::uint8_t* out) {
   const Lanes<LaneFreqs> mine = lane_freqs(w, freq);
-  const Lanes<std::uint32_t> bits = w.map([&](int l) {
-    std::uint32_t b = 0;
-    for (int j = 0; j < kSymbolsPerLane; ++j) {
-      if (mine[l].f[j]) b += code_bits(mine[l].f[j] - 1, k);
-    }
-    return b;
-  });
+  const Lanes<std::uint32_t> bits = w.map([&](int l) { return lane_code_bits(mine[l], k); });
   const Lanes<std::uint32_t> first = w.exclusive_sum(bits);
   const std::uint32_t total = w.sum(bits);
   const std::uint32_t nbytes = (total + 7) / 8;
