@@ -13,6 +13,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -37,6 +38,7 @@ struct ScanEntry {
   std::uint64_t size = 0;     // its bytes there (0 when status is not ok)
   std::string codec;          // the layers it came through: "gzip+tar", "zstd", "zip:deflate", "zip:stored", "stored"
   Status status;              // ok, or why its bytes are not there
+  std::size_t archive = 0;    // which archive of a batch (scan_to_device); 0 otherwise
 };
 
 struct ScanResult {
@@ -50,5 +52,20 @@ struct ScanResult {
 // status is not ok only for an argument error or when the entries found in
 // all containers together pass the limit (bad_data).
 Status scan(ConstBuffer archive, std::string_view name, const ScanLimits& limits, ScanResult* result);
+
+// One archive of a batch: its bytes (host memory, held by the caller until
+// the call returns) and the name its entries' paths start with.
+struct ScanInput {
+  ConstBuffer archive;
+  std::string name;
+};
+
+// Scans every archive of `archives` on up to `threads` threads (0: all
+// hardware threads), one archive per task. (*results)[i] is what scan() gives
+// for archives[i], limits applying to each archive on its own. The call's
+// status is the first archive's (in order) whose scan() status is not ok;
+// every result is filled either way.
+Status scan_many(std::span<const ScanInput> archives, const ScanLimits& limits, unsigned threads,
+                 std::vector<ScanResult>* results);
 
 }  // namespace tandem

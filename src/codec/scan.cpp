@@ -7,15 +7,15 @@
 #include <memory>
 #include <span>
 
+#include "codec/scan_walk.hpp"
+#include "common/thread_pool.hpp"
 #include "format/tar_format.hpp"
 #include "tandem/deflate.hpp"
 #include "tandem/zip.hpp"
 
 namespace tandem {
 
-namespace {
-
-enum class Layer { gzip, lz4, zstd, zip, tar, file };
+namespace scan_detail {
 
 Layer layer_of(const std::uint8_t* p, std::size_t n) {
   if (n >= 2 && p[0] == 0x1f && p[1] == 0x8b) return Layer::gzip;
@@ -28,8 +28,6 @@ Layer layer_of(const std::uint8_t* p, std::size_t n) {
   return Layer::file;
 }
 
-// A compression layer's content name: "x.tgz" -> "x.tar", "x.gz" -> "x",
-// "x.tzst" -> "x.tar", "x.zst" -> "x", "x.lz4" -> "x".
 std::string without_suffix(std::string_view name, Layer layer) {
   const auto ends = [&](std::string_view s) { return name.size() > s.size() && name.ends_with(s); };
   if (layer == Layer::gzip) {
@@ -44,22 +42,70 @@ std::string without_suffix(std::string_view name, Layer layer) {
   return std::string(name);
 }
 
+namespace {
+
+// Every frame of `in` (zstd and skippable frames, concatenated) by
+// libzstd into *out, up to `allowed` bytes.
+Status decompress_zstd(std::span<const std::uint8_t> in, std::uint64_t allowed, std::vector<std::uint8_t>* out) {
+  const std::unique_ptr<ZSTD_DCtx, decltype(&ZSTD_freeDCtx)> dctx(ZSTD_createDCtx(), &ZSTD_freeDCtx);
+  if (!dctx) return {StatusCode::out_of_memory, "zstd decoder"};
+  out->clear();
+  std::vector<std::uint8_t> chunk(ZSTD_DStreamOutSize());
+  ZSTD_inBuffer src{in.data(), in.size(), 0};
+  std::size_t pending = 0;  // not 0 while a frame is unfinished
+  for (;;) {
+    ZSTD_outBuffer dst{chunk.data(), chunk.size(), 0};
+    pending = ZSTD_decompressStream(dctx.get(), &dst, &src);
+    if (ZSTD_isError(pending)) return {StatusCode::bad_data, ZSTD_getErrorName(pending)};
+    if (dst.pos > allowed - out->size()) return {StatusCode::output_limit, "zstd output over the limit"};
+    out->insert(out->end(), chunk.data(), chunk.data() + dst.pos);
+    if (src.pos == src.size && dst.pos < dst.size) break;  // all input taken and all output flushed
+  }
+  if (pending != 0) return {StatusCode::truncated, "zstd frame cut short"};
+  return {};
+}
+
+}  // namespace
+
+Status decompress_cpu(Layer kind, std::span<const std::uint8_t> in, std::uint64_t allowed,
+                      std::vector<std::uint8_t>* out) {
+  if (kind == Layer::gzip) {
+    DeflateDecodeOptions o;
+    o.container = DeflateContainer::gzip;
+    o.threads = 1;
+    o.max_output = allowed;
+    return deflate_decompress({in.data(), in.size()}, out, o);
+  }
+  if (kind == Layer::zstd) return decompress_zstd(in, allowed, out);
+  Lz4DecodeOptions o;
+  o.threads = 1;
+  o.backend = Backend::cpu;
+  o.max_output = allowed;
+  return lz4_frame_decompress({in.data(), in.size()}, out, o);
+}
+
+}  // namespace scan_detail
+
+namespace {
+
+using namespace scan_detail;
+
 class Scanner {
  public:
-  Scanner(const ScanLimits& limits, ScanResult* result) : limits_(limits), result_(result) {}
+  Scanner(const ScanLimits& limits, ScanResult* result) : limits_(limits), result_(result), budget_(limits) {}
 
   Status walk(std::span<const std::uint8_t> data, const std::string& path, const std::string& codec, int layer,
               int depth) {
     const Layer kind = layer_of(data.data(), data.size());
     if (kind != Layer::file && depth > limits_.max_depth) {
-      return add(path, codec, layer, {}, {StatusCode::unsupported, "nested deeper than the scan's depth limit"});
+      return add(path, codec, layer, {}, kDepthStatus);
     }
     switch (kind) {
       case Layer::gzip:
       case Layer::lz4:
       case Layer::zstd: {
         std::vector<std::uint8_t> inner;
-        const char* name = kind == Layer::gzip ? "gzip" : kind == Layer::lz4 ? "lz4" : "zstd";
+        const char* name = layer_name(kind);
         const Status s = decompress(kind, data, &inner);
         if (!s) return add(path, join(codec, name), layer, {}, s);
         return walk(inner, without_suffix(path, kind), join(codec, name), layer, depth + 1);
@@ -72,68 +118,15 @@ class Scanner {
   }
 
  private:
-  static std::string join(const std::string& a, const std::string& b) { return a.empty() ? b : a + "+" + b; }
-
-  // What the output limit leaves to all decompressions still to come.
-  std::uint64_t left() const { return limits_.max_output - std::min(limits_.max_output, produced_); }
-
-  // What one more decompression of `input` bytes may produce.
-  std::uint64_t budget(std::size_t input) const {
-    const std::uint64_t ratio = input > limits_.max_output / std::max<std::uint64_t>(limits_.max_ratio, 1)
-                                    ? limits_.max_output
-                                    : std::max<std::uint64_t>(input, 1) * limits_.max_ratio;
-    return std::min(left(), ratio);
-  }
-
-  Status over_limits(Status s, std::uint64_t allowed) const {
-    if (s.code != StatusCode::output_limit) return s;
-    return allowed < left()
-               ? Status{StatusCode::output_limit, "decompresses past the scan's ratio limit (a bomb?)"}
-               : Status{StatusCode::output_limit, "decompresses past the scan's output limit"};
-  }
+  std::uint64_t left() const { return budget_.left(); }
+  std::uint64_t budget(std::size_t input) const { return budget_.budget(input); }
+  Status over_limits(Status s, std::uint64_t allowed) const { return budget_.over_limits(s, allowed); }
 
   Status decompress(Layer kind, std::span<const std::uint8_t> in, std::vector<std::uint8_t>* out) {
     const std::uint64_t allowed = budget(in.size());
-    Status s;
-    if (kind == Layer::gzip) {
-      DeflateDecodeOptions o;
-      o.container = DeflateContainer::gzip;
-      o.threads = 1;
-      o.max_output = allowed;
-      s = deflate_decompress({in.data(), in.size()}, out, o);
-    } else if (kind == Layer::zstd) {
-      s = decompress_zstd(in, allowed, out);
-    } else {
-      Lz4DecodeOptions o;
-      o.threads = 1;
-      o.backend = Backend::cpu;
-      o.max_output = allowed;
-      s = lz4_frame_decompress({in.data(), in.size()}, out, o);
-    }
-    if (s) produced_ += out->size();
+    const Status s = decompress_cpu(kind, in, allowed, out);
+    if (s) budget_.produced += out->size();
     return over_limits(s, allowed);
-  }
-
-  // Every frame of `in` (zstd and skippable frames, concatenated) by
-  // libzstd into *out, up to `allowed` bytes.
-  static Status decompress_zstd(std::span<const std::uint8_t> in, std::uint64_t allowed,
-                                std::vector<std::uint8_t>* out) {
-    const std::unique_ptr<ZSTD_DCtx, decltype(&ZSTD_freeDCtx)> dctx(ZSTD_createDCtx(), &ZSTD_freeDCtx);
-    if (!dctx) return {StatusCode::out_of_memory, "zstd decoder"};
-    out->clear();
-    std::vector<std::uint8_t> chunk(ZSTD_DStreamOutSize());
-    ZSTD_inBuffer src{in.data(), in.size(), 0};
-    std::size_t pending = 0;  // not 0 while a frame is unfinished
-    for (;;) {
-      ZSTD_outBuffer dst{chunk.data(), chunk.size(), 0};
-      pending = ZSTD_decompressStream(dctx.get(), &dst, &src);
-      if (ZSTD_isError(pending)) return {StatusCode::bad_data, ZSTD_getErrorName(pending)};
-      if (dst.pos > allowed - out->size()) return {StatusCode::output_limit, "zstd output over the limit"};
-      out->insert(out->end(), chunk.data(), chunk.data() + dst.pos);
-      if (src.pos == src.size && dst.pos < dst.size) break;  // all input taken and all output flushed
-    }
-    if (pending != 0) return {StatusCode::truncated, "zstd frame cut short"};
-    return {};
   }
 
   Status walk_zip(std::span<const std::uint8_t> data, const std::string& path, const std::string& codec, int layer,
@@ -149,7 +142,7 @@ class Scanner {
       std::vector<std::uint8_t> bytes;
       const std::uint64_t allowed = e.method == zip::kStored ? e.size : budget(e.compressed_size);
       Status s = zip::extract(data, e, &bytes, allowed);
-      if (s && e.method != zip::kStored) produced_ += bytes.size();
+      if (s && e.method != zip::kStored) budget_.produced += bytes.size();
       s = over_limits(s, allowed);
       if (!s) {
         if (Status a = add(member, how, layer + 1, {}, s); !a) return a;
@@ -179,7 +172,7 @@ class Scanner {
   Status add(const std::string& path, const std::string& codec, int layer, std::span<const std::uint8_t> bytes,
              Status status) {
     if (result_->entries.size() >= limits_.max_entries) {
-      return {StatusCode::bad_data, "more entries than the scan's limit"};
+      return kEntriesStatus;
     }
     ScanEntry e;
     e.path = path;
@@ -197,7 +190,7 @@ class Scanner {
 
   const ScanLimits& limits_;
   ScanResult* result_;
-  std::uint64_t produced_ = 0;
+  Budget budget_;
 };
 
 }  // namespace
@@ -209,6 +202,22 @@ Status scan(ConstBuffer archive, std::string_view name, const ScanLimits& limits
   Scanner s(limits, result);
   const std::span<const std::uint8_t> data(static_cast<const std::uint8_t*>(archive.data), archive.size);
   return s.walk(data, std::string(name), "", 0, 0);
+}
+
+Status scan_many(std::span<const ScanInput> archives, const ScanLimits& limits, unsigned threads,
+                 std::vector<ScanResult>* results) {
+  if (!results) return {StatusCode::invalid_argument, "null result"};
+  results->clear();
+  results->resize(archives.size());
+  std::vector<Status> status(archives.size());
+  const int t = detail::effective_threads(static_cast<int>(std::min<unsigned>(threads, 1u << 16)));
+  detail::parallel_for(archives.size(), t, [&](std::size_t i) {
+    status[i] = scan(archives[i].archive, archives[i].name, limits, &(*results)[i]);
+  });
+  for (const Status& s : status) {
+    if (!s) return s;
+  }
+  return {};
 }
 
 }  // namespace tandem

@@ -248,5 +248,49 @@ TEST(Scan, ZstdFramesConcatenatedCorruptedAndBombs) {
   EXPECT_NE(r.entries[0].status.to_string().find("ratio"), std::string::npos) << r.entries[0].status.to_string();
 }
 
+TEST(Scan, ManyArchivesOnSeveralThreadsEqualOneByOne) {
+  std::vector<Bytes> archives;
+  archives.push_back(gzip(test::text_like_bytes(40000, 10)));
+  archives.push_back(zstd(test::mixed_bytes(30000, 11), 5, true));
+  Bytes frame;
+  ASSERT_TRUE(lz4_frame_compress({archives[0].data(), archives[0].size()}, &frame).ok());
+  archives.push_back(frame);
+  zip::Writer w;
+  ASSERT_TRUE(w.add_file("x.gz", archives[0]).ok());
+  ASSERT_TRUE(w.add_file("y.txt", test::text_like_bytes(999, 12)).ok());
+  ASSERT_TRUE(w.finish().ok());
+  archives.push_back(w.bytes());
+  Bytes broken = archives[1];
+  broken[broken.size() / 2] ^= 0x33;
+  archives.push_back(broken);
+  archives.push_back({});
+  std::vector<ScanInput> in;
+  for (std::size_t i = 0; i < archives.size(); ++i) {
+    in.push_back({{archives[i].data(), archives[i].size()}, "a" + std::to_string(i) + (i == 1 ? ".zst" : "")});
+  }
+  for (unsigned threads : {0u, 1u, 3u}) {
+    std::vector<ScanResult> many;
+    ASSERT_STATUS(scan_many(in, {}, threads, &many), StatusCode::ok);
+    ASSERT_EQ(many.size(), in.size());
+    for (std::size_t i = 0; i < in.size(); ++i) {
+      ScanResult one;
+      ASSERT_STATUS(scan(in[i].archive, in[i].name, {}, &one), StatusCode::ok);
+      EXPECT_EQ(many[i].bytes, one.bytes) << i;
+      ASSERT_EQ(many[i].entries.size(), one.entries.size()) << i;
+      for (std::size_t k = 0; k < one.entries.size(); ++k) {
+        EXPECT_EQ(many[i].entries[k].path, one.entries[k].path);
+        EXPECT_EQ(many[i].entries[k].codec, one.entries[k].codec);
+        EXPECT_EQ(many[i].entries[k].offset, one.entries[k].offset);
+        EXPECT_EQ(many[i].entries[k].size, one.entries[k].size);
+        EXPECT_EQ(many[i].entries[k].status.code, one.entries[k].status.code);
+      }
+    }
+  }
+  EXPECT_STATUS(scan_many(in, {}, 1, nullptr), StatusCode::invalid_argument);
+  std::vector<ScanResult> none;
+  ASSERT_STATUS(scan_many({}, {}, 0, &none), StatusCode::ok);
+  EXPECT_TRUE(none.empty());
+}
+
 }  // namespace
 }  // namespace tandem
