@@ -1,0 +1,123 @@
+// tandem - the archive scanner's GPU path: a batch of archives scanned into
+// one device allocation, every file's bytes back to back, with the same
+// entry table (paths, order, layers, codecs, statuses, sizes) and the same
+// bytes as scan() gives for each archive on its own.
+//
+// How it works: the host parses each layer's structure across ALL archives
+// of the batch (gzip members, ZIP central directories, LZ4 frame blocks,
+// zstd frames and blocks, tar headers) and builds block descriptors; each
+// decoder kind then gets ONE dispatch per layer for the blocks of every
+// archive (inflate for deflate, the LZ4 block decoder, and a copy kernel for
+// stored data and zstd raw and RLE blocks). The GPU writes a status and an
+// actual size per block. Blocks it rejects or cannot decode (zstd compressed
+// blocks: "unsupported on GPU"; frames with dependent blocks) are decoded on
+// the CPU (libdeflate, liblz4, libzstd) and their bytes uploaded, so the
+// result is complete either way and never holds a wrong byte. Containers
+// found inside a decompressed layer (a tar inside gzip, a tar.gz inside a
+// ZIP) are copied back to the host to be parsed; the bytes of the files
+// themselves stay in device memory. Checksums (gzip CRC-32 and ISIZE, ZIP
+// CRC-32, LZ4 and zstd content checksums) are verified, a mismatch being the
+// entry's status as in scan().
+//
+// With DeviceScanOptions::gpu false, or in a build or on a machine without a
+// CUDA device, the same descriptors, dispatches and fallbacks run through the
+// CPU emulations of the kernels (the kernels' own __host__ __device__
+// bodies), and "device memory" is host memory: CI checks the logic that the
+// GPU runs.
+//
+// Functions are safe to call from several threads (each call owns its
+// allocations and uses only the stream it is given).
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "tandem/scan.hpp"
+#include "tandem/tandem_gpu.hpp"
+
+namespace tandem {
+
+struct DeviceScanOptions {
+  // The stream every copy and kernel of the call is ordered on; the call
+  // returns after synchronising it (the entry table needs the statuses).
+  gpu::Stream stream = nullptr;
+  // false: the same result through the CPU emulations, in host memory (for
+  // CI and as a fallback). true falls back to the same when the build or the
+  // machine has no CUDA device (DeviceScanStats::emulated then says so).
+  bool gpu = true;
+  // CPU threads for the blocks that fall back to the CPU and for host-side
+  // checks (0: all hardware threads).
+  unsigned threads = 0;
+};
+
+// What the call did, for profiling. Blocks are descriptors of one dispatch
+// (a deflate stream, an LZ4 block, a zstd block, a stored copy).
+struct DeviceScanStats {
+  std::uint64_t gpu_blocks = 0;        // blocks the device (or its emulation) decoded
+  std::uint64_t gpu_bytes = 0;         // bytes they produced
+  std::uint64_t cpu_blocks = 0;        // blocks (or whole frames/members) decoded on the CPU instead
+  std::uint64_t cpu_bytes = 0;         // bytes those produced
+  std::uint64_t unsupported_blocks = 0;  // blocks the GPU said it cannot decode (zstd compressed blocks)
+  std::uint64_t rejected_blocks = 0;     // blocks the GPU failed (bad data, wrong size, checksum): rechecked on the CPU
+  std::uint64_t layers = 0;            // dispatch rounds (layers of nesting across the batch)
+  std::uint64_t dispatches = 0;        // decoder launches in all (at most 3 per layer)
+  std::uint64_t host_to_device_bytes = 0;
+  std::uint64_t device_to_host_bytes = 0;  // structure copied back to be parsed, and checksummed bytes
+  double seconds = 0;                  // wall time of the call
+  bool emulated = false;               // true when no device was used
+};
+
+// The result of scan_to_device: one allocation (device memory, or host
+// memory when stats.emulated) holding every ok entry's bytes back to back,
+// freed by the destructor; movable, not copyable.
+class DeviceScanResult {
+ public:
+  DeviceScanResult() = default;
+  DeviceScanResult(DeviceScanResult&& other) noexcept;
+  DeviceScanResult& operator=(DeviceScanResult&& other) noexcept;
+  DeviceScanResult(const DeviceScanResult&) = delete;
+  DeviceScanResult& operator=(const DeviceScanResult&) = delete;
+  ~DeviceScanResult();
+
+  // Device memory (host memory when stats.emulated) of size() bytes; null
+  // when size() is 0.
+  const void* device_bytes() const { return bytes_; }
+  std::uint64_t size() const { return size_; }
+  // Copies the bytes to the host (a synchronous copy on the default stream).
+  Status copy_to_host(std::vector<std::uint8_t>* out) const;
+  // Frees the allocation and clears the entries.
+  void reset();
+
+  // Every archive's entries, archive after archive, each archive's in the
+  // order scan() lists them; ScanEntry::archive says whose, ScanEntry::offset
+  // is into device_bytes().
+  std::vector<ScanEntry> entries;
+  DeviceScanStats stats;
+
+  // For the implementation: takes ownership of `bytes`.
+  void adopt(void* bytes, std::uint64_t size, bool on_device);
+
+ private:
+  void* bytes_ = nullptr;
+  std::uint64_t size_ = 0;
+  bool on_device_ = false;
+};
+
+// Scans every archive of `archives` (host memory, held by the caller until
+// the call returns) into result. Limits apply to each archive on its own, as
+// scan() applies them. The call's status is not ok for an argument error, a
+// device error (out of device memory, a failed launch), or when an archive's
+// entries pass limits.max_entries (bad_data, as scan() says; the entries
+// found before it stay listed).
+Status scan_to_device(std::span<const ScanInput> archives, const ScanLimits& limits, const DeviceScanOptions& options,
+                      DeviceScanResult* result);
+
+// The same for one archive already in device memory (d_archive, `size`
+// bytes; host memory when options.gpu is false), named `name`. The host
+// copies the archive back to parse its structure; the decoders read it where
+// it is.
+Status scan_device_archive(const void* d_archive, std::uint64_t size, std::string_view name,
+                           const ScanLimits& limits, const DeviceScanOptions& options, DeviceScanResult* result);
+
+}  // namespace tandem
