@@ -95,7 +95,9 @@ class DeviceScanResult {
   std::vector<ScanEntry> entries;
   DeviceScanStats stats;
 
-  // For the implementation: takes ownership of `bytes`.
+  // For the implementation: frees the bytes held and takes ownership of
+  // `bytes` (device memory when on_device, else from std::malloc); the
+  // entries stay.
   void adopt(void* bytes, std::uint64_t size, bool on_device);
 
  private:

@@ -1,0 +1,961 @@
+// The archive scanner's GPU path; see tandem/scan_gpu.hpp.
+//
+// A scan is a walk of each archive in the order scan() walks it (scan.cpp),
+// over regions of bytes that live on the device (and on the host where the
+// host must parse them). Decompressions are "ops" (a gzip member, an LZ4 or
+// zstd input, a deflated ZIP entry), remembered by their input. The walk runs
+// in passes:
+//   - a discovery pass walks every archive of the batch as far as the ops
+//     decoded so far reach, and records each op it meets that is not decoded
+//     yet (with the most it may produce: the ratio and output limits as far
+//     as the pass can tell, never less than the final walk allows);
+//   - the host parses the recorded ops' structure into block descriptors,
+//     and each decoder kind gets one dispatch for the blocks of every op of
+//     every archive (inflate, LZ4, the copy kernel for stored and zstd raw
+//     and RLE blocks, "unsupported" for zstd compressed blocks, whose frames
+//     libzstd decodes); the outputs come back to the host to be checked
+//     (sizes, CRC-32, xxHash content checksums) and, for containers, parsed;
+//     an op whose blocks the device rejects is decoded on the CPU instead;
+//   - passes repeat, one layer of nesting deeper each time, until a pass
+//     records nothing; then the final pass walks each archive exactly as
+//     scan() does, taking each op's result when it succeeded within what the
+//     limits allow at that point of the walk, and running scan()'s own CPU
+//     decoder where it did not (so statuses, limits and bytes are scan()'s).
+// Last, one copy dispatch gathers every ok entry's bytes into the result's
+// allocation.
+#include <xxhash.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <mutex>
+#include <deque>
+#include <map>
+#include <memory>
+#include <tuple>
+
+#include "codec/scan_walk.hpp"
+#include "common/thread_pool.hpp"
+#include "format/deflate_index.hpp"
+#include "format/lz4_frame_format.hpp"
+#include "format/tar_format.hpp"
+#include "format/zstd_frame.hpp"
+#include "gpu/gpu_device.hpp"
+#include "gpu/scan_gpu.hpp"
+#include "tandem/scan_gpu.hpp"
+#include "tandem/zip.hpp"
+
+namespace tandem {
+
+// ------------------------------------------------------------- the result ----
+
+DeviceScanResult::DeviceScanResult(DeviceScanResult&& o) noexcept
+    : entries(std::move(o.entries)), stats(o.stats), bytes_(o.bytes_), size_(o.size_), on_device_(o.on_device_) {
+  o.bytes_ = nullptr;
+  o.size_ = 0;
+}
+
+DeviceScanResult& DeviceScanResult::operator=(DeviceScanResult&& o) noexcept {
+  if (this != &o) {
+    reset();
+    entries = std::move(o.entries);
+    stats = o.stats;
+    bytes_ = o.bytes_;
+    size_ = o.size_;
+    on_device_ = o.on_device_;
+    o.bytes_ = nullptr;
+    o.size_ = 0;
+  }
+  return *this;
+}
+
+DeviceScanResult::~DeviceScanResult() { reset(); }
+
+void DeviceScanResult::reset() {
+  adopt(nullptr, 0, false);
+  entries.clear();
+}
+
+void DeviceScanResult::adopt(void* bytes, std::uint64_t size, bool on_device) {
+  if (bytes_) {
+    if (on_device_) {
+      gpu::free_cuda_scan_memory(bytes_);
+    } else {
+      std::free(bytes_);
+    }
+  }
+  bytes_ = bytes;
+  size_ = size;
+  on_device_ = on_device;
+}
+
+Status DeviceScanResult::copy_to_host(std::vector<std::uint8_t>* out) const {
+  if (!out) return {StatusCode::invalid_argument, "null output"};
+  out->resize(static_cast<std::size_t>(size_));
+  if (!size_) return {};
+  if (!on_device_) {
+    std::memcpy(out->data(), bytes_, out->size());
+    return {};
+  }
+  std::unique_ptr<gpu::ScanDevice> dev;
+  if (Status s = gpu::make_cuda_scan_device(nullptr, &dev); !s) return s;
+  return dev->download(out->data(), bytes_, out->size());
+}
+
+namespace {
+
+using namespace scan_detail;
+
+// Bytes of the scan: on the host (whole, or only their head), on the device,
+// or both.
+struct Region {
+  const std::uint8_t* host = nullptr;  // all bytes, or null
+  const std::uint8_t* head = nullptr;  // the first min(size, kHeadBytes) bytes
+  const std::uint8_t* dev = nullptr;   // device memory, or null (bytes the CPU produced)
+  std::uint64_t size = 0;
+  // A piece of a region whose bytes are on the host.
+  Region sub(std::uint64_t at, std::uint64_t n) const {
+    return {host + at, host + at, dev ? dev + at : nullptr, n};
+  }
+  std::span<const std::uint8_t> span() const { return {host, static_cast<std::size_t>(size)}; }
+};
+
+enum class OpKind : std::uint8_t { gzip, lz4, zstd, zip_deflate, zip_stored };
+enum class OpState : std::uint8_t { fresh, pending, ok, failed };
+
+OpKind op_kind(Layer kind) {
+  return kind == Layer::gzip ? OpKind::gzip : kind == Layer::lz4 ? OpKind::lz4 : OpKind::zstd;
+}
+
+// Where an op's output goes in a dispatch, and what its blocks must give.
+struct Piece {
+  enum Kind : std::uint8_t { inflate, lz4, copy, cpu } kind;
+  std::size_t job = 0;            // index into the dispatch's list
+  std::uint64_t out_at = 0;       // offset in the op's output
+  std::uint64_t size = 0;         // bytes it must produce (at most, for the last LZ4 block)
+  bool exact = true;              // false: the op's last piece, whose size is only bounded
+  std::uint64_t in_size = 0;      // inflate: input bytes it must consume
+  std::size_t host = 0;           // cpu: index of its bytes in the op's host pieces
+  gpu::ScanCopyMode mode = gpu::ScanCopyMode::copy;  // copy pieces
+};
+
+// A checksum over part of an op's output.
+struct Check {
+  enum Kind : std::uint8_t { crc32, xxh32, xxh64_low32 } kind;
+  std::uint64_t at = 0, size = 0;  // size UINT64_MAX: to the end of the output
+  std::uint32_t want = 0;
+};
+
+struct Op {
+  OpKind kind = OpKind::gzip;
+  Region in;
+  std::size_t archive = 0;
+  std::uint64_t cap = 0;       // the most it may produce (its limits as the recording pass saw them)
+  std::uint64_t expected = 0;  // ZIP: the entry's size
+  std::uint32_t crc = 0;       // ZIP: the entry's CRC-32
+  OpState state = OpState::fresh;
+  Region out;
+  // Dispatch state.
+  std::vector<Piece> pieces;
+  std::vector<Check> checks;
+  std::vector<std::vector<std::uint8_t>> host_pieces;  // zstd frames libzstd decoded
+  std::uint64_t out_bytes = 0;                         // room in the dispatch's output
+  bool on_cpu = false;                                 // decoded whole on the CPU
+};
+
+// Parsed containers, kept across passes.
+struct ZipParse {
+  Status status;
+  std::vector<zip::Entry> entries;
+};
+struct TarParse {
+  Status status;
+  std::vector<tar::Entry> entries;
+};
+
+// Everything one call shares across its archives and passes.
+class Batch {
+ public:
+  Batch(gpu::ScanDevice& dev, const ScanLimits& limits, unsigned threads, DeviceScanStats* stats)
+      : dev_(dev), limits_(limits), threads_(detail::effective_threads(static_cast<int>(std::min(threads, 1u << 16)))),
+        stats_(*stats) {}
+  ~Batch() {
+    for (void* p : allocations_) dev_.free(p);
+  }
+
+  gpu::ScanDevice& dev() { return dev_; }
+  DeviceScanStats& stats() { return stats_; }
+
+  Op& op(OpKind kind, const Region& in, std::size_t archive) {
+    auto& slot = ops_[{static_cast<int>(kind), in.host, in.size}];
+    if (!slot) {
+      slot = std::make_unique<Op>();
+      slot->kind = kind;
+      slot->in = in;
+      slot->archive = archive;
+    }
+    return *slot;
+  }
+  void record(Op* op) {
+    op->state = OpState::pending;
+    pending_.push_back(op);
+  }
+  bool has_pending() const { return !pending_.empty(); }
+
+  const ZipParse& zip_of(const Region& r) {
+    auto& slot = zips_[{r.host, r.size}];
+    if (!slot) {
+      slot = std::make_unique<ZipParse>();
+      zip::ReadLimits rl;
+      rl.max_entries = limits_.max_entries;
+      slot->status = zip::read_directory(r.span(), &slot->entries, rl);
+    }
+    return *slot;
+  }
+  const TarParse& tar_of(const Region& r) {
+    auto& slot = tars_[{r.host, r.size}];
+    if (!slot) {
+      slot = std::make_unique<TarParse>();
+      tar::Limits tl;
+      tl.max_entries = limits_.max_entries;
+      slot->status = tar::parse(r.host, static_cast<std::size_t>(r.size), &slot->entries, tl);
+    }
+    return *slot;
+  }
+  // Whether a stored ZIP entry's bytes hold its CRC-32.
+  bool crc_holds(const Region& r, std::uint32_t crc) {
+    auto [it, fresh] = crcs_.try_emplace({r.host, r.size}, false);
+    if (fresh) it->second = zip::crc32(r.span()) == crc;
+    return it->second;
+  }
+
+  // Host bytes that live until the call ends.
+  std::vector<std::uint8_t>& keep() { return kept_.emplace_back(); }
+
+  Status alloc(std::size_t bytes, std::uint8_t** p) {
+    void* v = nullptr;
+    if (Status s = dev_.alloc(bytes, &v); !s) return s;
+    allocations_.push_back(v);
+    *p = static_cast<std::uint8_t*>(v);
+    return {};
+  }
+
+  // Decodes every recorded op: one dispatch per decoder kind.
+  Status dispatch();
+
+ private:
+  void prepare(Op& op);
+  void prepare_gzip(Op& op);
+  void prepare_lz4(Op& op);
+  void prepare_zstd(Op& op);
+  bool verify(Op& op, const std::vector<gpu::ScanDecodeJob>& inflates, const std::vector<gpu::ScanDecodeJob>& lz4s,
+              const std::vector<gpu::ScanCopyJob>& copies);
+  Status decode_on_cpu(Op& op);
+
+  gpu::ScanDevice& dev_;
+  const ScanLimits& limits_;
+  int threads_;
+  DeviceScanStats& stats_;
+  std::map<std::tuple<int, const void*, std::uint64_t>, std::unique_ptr<Op>> ops_;
+  std::map<std::pair<const void*, std::uint64_t>, std::unique_ptr<ZipParse>> zips_;
+  std::map<std::pair<const void*, std::uint64_t>, std::unique_ptr<TarParse>> tars_;
+  std::map<std::pair<const void*, std::uint64_t>, bool> crcs_;
+  std::vector<Op*> pending_;
+  std::deque<std::vector<std::uint8_t>> kept_;
+  std::vector<void*> allocations_;
+  std::map<std::size_t, std::uint64_t> decoded_;
+  std::mutex mutex_;  // keep(), alloc() and stats_ while the CPU decodes ops at once  // per archive: bytes all its ops produced (bounds the work)
+};
+
+// ------------------------------------------------------- the block layout ----
+
+void Batch::prepare(Op& op) {
+  op.pieces.clear();
+  op.checks.clear();
+  op.host_pieces.clear();
+  op.out_bytes = 0;
+  op.on_cpu = false;
+  switch (op.kind) {
+    case OpKind::gzip: prepare_gzip(op); break;
+    case OpKind::lz4: prepare_lz4(op); break;
+    case OpKind::zstd: prepare_zstd(op); break;
+    case OpKind::zip_deflate:
+      if (op.expected > op.cap || op.expected > gpu::kMaxItemSize || op.in.size > gpu::kMaxItemSize) {
+        op.on_cpu = true;
+        break;
+      }
+      op.pieces.push_back({Piece::inflate, 0, 0, op.expected, true, op.in.size, 0});
+      op.checks.push_back({Check::crc32, 0, op.expected, op.crc});
+      op.out_bytes = op.expected;
+      break;
+    case OpKind::zip_stored: break;
+  }
+  if (op.on_cpu) op.pieces.clear(), op.checks.clear(), op.host_pieces.clear(), op.out_bytes = 0;
+}
+
+// One gzip member, its trailer the input's last 8 bytes (anything else, such
+// as several members, is decoded on the CPU).
+void Batch::prepare_gzip(Op& op) {
+  format::GzipHeader h;
+  const std::uint64_t n = op.in.size;
+  if (!format::parse_gzip_header(op.in.host, static_cast<std::size_t>(n), &h) ||
+      n < h.size + format::kGzipTrailerSize) {
+    op.on_cpu = true;
+    return;
+  }
+  std::uint32_t crc = 0, isize = 0;
+  format::read_gzip_trailer(op.in.host + n - format::kGzipTrailerSize, &crc, &isize);
+  const std::uint64_t payload = n - h.size - format::kGzipTrailerSize;
+  if (isize > op.cap || payload > gpu::kMaxItemSize) {
+    op.on_cpu = true;
+    return;
+  }
+  Piece p{Piece::inflate, 0, 0, isize, true, payload, 0};
+  p.job = h.size;  // the payload's offset until the dispatch numbers the job
+  op.pieces.push_back(p);
+  op.checks.push_back({Check::crc32, 0, isize, crc});
+  op.out_bytes = isize;
+}
+
+// LZ4 frames of independent blocks (and skippable frames). A compressed
+// block decodes to the frame's block size unless it is the frame's last;
+// the last block of a frame that is not the input's last must be sized by
+// the frame's content size. Anything else goes to the CPU.
+void Batch::prepare_lz4(Op& op) {
+  const std::uint8_t* p = op.in.host;
+  const std::uint64_t n = op.in.size;
+  std::uint64_t at = 0, out = 0;
+  struct Pending {
+    std::uint64_t in_at, in_size, out_at, size;
+    bool compressed, exact;
+  };
+  std::vector<Pending> blocks;
+  while (at < n) {
+    if (n - at < 4) return void(op.on_cpu = true);
+    const std::uint32_t magic = lz4f::read_le32(p + at);
+    if (lz4f::is_skippable_magic(magic)) {
+      if (n - at < 8 || lz4f::read_le32(p + at + 4) > n - at - 8) return void(op.on_cpu = true);
+      at += 8 + lz4f::read_le32(p + at + 4);
+      continue;
+    }
+    if (magic != lz4f::kFrameMagic) return void(op.on_cpu = true);
+    lz4f::FrameHeader h;
+    if (!lz4f::parse_frame_header(p + at, static_cast<std::size_t>(n - at), &h) || !h.independent_blocks) {
+      return void(op.on_cpu = true);
+    }
+    at += h.header_size;
+    const std::uint64_t frame_out = out;
+    const std::size_t first = blocks.size();
+    for (;;) {
+      if (n - at < 4) return void(op.on_cpu = true);
+      const std::uint32_t word = lz4f::read_le32(p + at);
+      at += 4;
+      if (word == 0) break;
+      const std::uint64_t size = word & ~lz4f::kUncompressedBit;
+      const bool compressed = (word & lz4f::kUncompressedBit) == 0;
+      const std::uint64_t extra = h.block_checksum ? 4 : 0;
+      if (size > h.block_max || n - at < size + extra) return void(op.on_cpu = true);
+      if (h.block_checksum && XXH32(p + at, static_cast<std::size_t>(size), 0) != lz4f::read_le32(p + at + size)) {
+        return void(op.on_cpu = true);
+      }
+      blocks.push_back({at, size, out, compressed ? h.block_max : size, compressed, true});
+      out += blocks.back().size;
+      at += size + extra;
+    }
+    if (blocks.size() > first && blocks.back().compressed) {
+      Pending& last = blocks.back();
+      if (h.has_content_size) {
+        const std::uint64_t before = last.out_at - frame_out;
+        if (h.content_size < before || h.content_size - before > h.block_max) return void(op.on_cpu = true);
+        out += h.content_size - before - last.size;
+        last.size = h.content_size - before;
+      } else {
+        last.exact = false;  // bounded by the block size; must be the input's last block
+      }
+    }
+    if (h.has_content_size && out - frame_out != h.content_size) return void(op.on_cpu = true);
+    if (h.content_checksum) {
+      if (n - at < 4) return void(op.on_cpu = true);
+      op.checks.push_back({Check::xxh32, frame_out, out - frame_out, lz4f::read_le32(p + at)});
+      if (blocks.size() > first && !blocks.back().exact) op.checks.back().size = UINT64_MAX;
+      at += 4;
+    }
+  }
+  for (std::size_t i = 0; i + 1 < blocks.size(); ++i) {
+    if (!blocks[i].exact) return void(op.on_cpu = true);
+  }
+  if (out > op.cap) return void(op.on_cpu = true);
+  for (const Pending& b : blocks) {
+    Piece pc{b.compressed ? Piece::lz4 : Piece::copy, 0, b.out_at, b.size, b.exact, b.in_size, 0};
+    pc.job = static_cast<std::size_t>(b.in_at);
+    op.pieces.push_back(pc);
+  }
+  op.out_bytes = out;
+}
+
+// zstd frames: raw and RLE blocks on the device; a frame with a compressed
+// block is decoded whole by libzstd (its blocks depend on each other), its
+// compressed blocks still described to the device, which says
+// "unsupported".
+void Batch::prepare_zstd(Op& op) {
+  zstd_frame::Parsed parsed;
+  if (!zstd_frame::parse(op.in.span(), &parsed)) return void(op.on_cpu = true);
+  std::uint64_t out = 0;
+  for (const zstd_frame::Frame& f : parsed.frames) {
+    if (f.kind != zstd_frame::FrameKind::zstd) continue;
+    if (f.header.dict_id != 0) return void(op.on_cpu = true);
+    const std::uint64_t frame_out = out;
+    if (f.compressed_blocks == 0) {
+      for (const zstd_frame::Block& b : parsed.blocks_of(f)) {
+        Piece pc{Piece::copy, 0, out, b.decoded_size, true, b.payload_size, 0};
+        pc.job = static_cast<std::size_t>(b.payload_offset);
+        if (b.type == zstd_frame::BlockType::rle) pc.mode = gpu::ScanCopyMode::fill;
+        op.pieces.push_back(pc);
+        out += b.decoded_size;
+        if (out > op.cap) return void(op.on_cpu = true);
+      }
+      if (f.header.has_checksum) op.checks.push_back({Check::xxh64_low32, frame_out, out - frame_out, f.checksum});
+      continue;
+    }
+    for (const zstd_frame::Block& b : parsed.blocks_of(f)) {
+      if (b.type != zstd_frame::BlockType::compressed) continue;
+      Piece pc{Piece::copy, 0, 0, 0, true, b.payload_size, 0};  // a descriptor with no bytes
+      pc.job = static_cast<std::size_t>(b.payload_offset);
+      pc.mode = gpu::ScanCopyMode::unsupported;
+      op.pieces.push_back(pc);
+    }
+    std::vector<std::uint8_t>& bytes = op.host_pieces.emplace_back();
+    const auto frame = op.in.span().subspan(static_cast<std::size_t>(f.offset), static_cast<std::size_t>(f.size));
+    if (!decompress_cpu(Layer::zstd, frame, op.cap - out, &bytes)) return void(op.on_cpu = true);
+    op.pieces.push_back({Piece::cpu, 0, out, bytes.size(), true, 0, op.host_pieces.size() - 1});
+    out += bytes.size();
+  }
+  op.out_bytes = out;
+}
+
+// ------------------------------------------------------------ dispatching ----
+
+Status Batch::dispatch() {
+  std::vector<Op*> ops;
+  ops.swap(pending_);
+  ++stats_.layers;
+  // Bound the work an archive's ops may do to its output limit: past it the
+  // final walk decides on the CPU.
+  for (Op* op : ops) {
+    std::uint64_t& used = decoded_[op->archive];
+    const std::uint64_t room = limits_.max_output - std::min(limits_.max_output, used);
+    op->cap = std::min(op->cap, room);
+  }
+  detail::parallel_for(ops.size(), threads_, [&](std::size_t i) { prepare(*ops[i]); });
+
+  // One output allocation for every op the device decodes.
+  std::uint64_t total = 0;
+  for (Op* op : ops) {
+    if (op->on_cpu) continue;
+    op->out.size = total;  // its offset, for now
+    total += (op->out_bytes + 255) / 256 * 256;
+  }
+  std::uint8_t* base = nullptr;
+  if (Status s = alloc(static_cast<std::size_t>(total), &base); !s) return s;
+  std::vector<gpu::ScanDecodeJob> inflates, lz4s;
+  std::vector<gpu::ScanCopyJob> copies;
+  for (Op* op : ops) {
+    if (op->on_cpu) continue;
+    std::uint8_t* out = base + op->out.size;
+    op->out = {nullptr, nullptr, out, op->out_bytes};
+    for (Piece& p : op->pieces) {
+      const std::uint8_t* in = op->in.dev + p.job;
+      switch (p.kind) {
+        case Piece::inflate:
+        case Piece::lz4: {
+          auto& list = p.kind == Piece::inflate ? inflates : lz4s;
+          gpu::ScanDecodeJob j;
+          j.in = in;
+          j.in_size = static_cast<std::size_t>(p.in_size);
+          j.out = out + p.out_at;
+          j.capacity = static_cast<std::size_t>(p.size);
+          p.job = list.size();
+          list.push_back(j);
+          break;
+        }
+        case Piece::copy: {
+          gpu::ScanCopyJob j;
+          j.item.src = in;
+          j.item.dst = p.mode == gpu::ScanCopyMode::unsupported ? nullptr : out + p.out_at;
+          j.item.size = p.size;
+          j.item.mode = p.mode;
+          p.job = copies.size();
+          copies.push_back(j);
+          break;
+        }
+        case Piece::cpu:
+          if (Status s = dev_.upload(out + p.out_at, op->host_pieces[p.host].data(), op->host_pieces[p.host].size());
+              !s) {
+            return s;
+          }
+          stats_.host_to_device_bytes += p.size;
+          break;
+      }
+    }
+  }
+  if (!inflates.empty()) ++stats_.dispatches;
+  if (!lz4s.empty()) ++stats_.dispatches;
+  if (!copies.empty()) ++stats_.dispatches;
+  if (Status s = dev_.inflate(inflates); !s) return s;
+  if (Status s = dev_.lz4(lz4s); !s) return s;
+  if (Status s = dev_.copy(copies); !s) return s;
+
+  // The outputs come back to be checked and parsed.
+  const std::uint8_t* host_base = base;
+  if (!dev_.emulated() && total) {
+    std::vector<std::uint8_t>& mirror = keep();
+    mirror.resize(static_cast<std::size_t>(total));
+    if (Status s = dev_.download(mirror.data(), base, mirror.size()); !s) return s;
+    stats_.device_to_host_bytes += total;
+    host_base = mirror.data();
+  }
+  std::vector<char> good(ops.size(), 0);
+  detail::parallel_for(ops.size(), threads_, [&](std::size_t i) {
+    Op& op = *ops[i];
+    if (op.on_cpu) return;
+    op.out.host = op.out.head = host_base + (op.out.dev - base);
+    good[i] = verify(op, inflates, lz4s, copies);
+  });
+  for (std::size_t i = 0; i < ops.size(); ++i) {
+    Op& op = *ops[i];
+    if (op.on_cpu) continue;
+    for (const Piece& p : op.pieces) {
+      if (p.kind == Piece::cpu) {
+        ++stats_.cpu_blocks;
+        stats_.cpu_bytes += p.size;
+      } else if (p.kind == Piece::copy && p.mode == gpu::ScanCopyMode::unsupported) {
+        ++stats_.unsupported_blocks;
+      } else {
+        ++stats_.gpu_blocks;
+      }
+    }
+    if (good[i]) {
+      op.state = OpState::ok;
+      stats_.gpu_bytes += op.out.size;
+    } else {
+      ++stats_.rejected_blocks;
+      op.on_cpu = true;
+    }
+  }
+  // What the device did not decode, the CPU does (the ops at once).
+  std::vector<Op*> cpu;
+  for (Op* op : ops) {
+    if (op->on_cpu) cpu.push_back(op);
+  }
+  std::vector<Status> st(cpu.size());
+  detail::parallel_for(cpu.size(), threads_, [&](std::size_t i) { st[i] = decode_on_cpu(*cpu[i]); });
+  for (std::size_t i = 0; i < cpu.size(); ++i) {
+    if (!st[i]) return st[i];
+  }
+  for (Op* op : ops) decoded_[op->archive] += op->state == OpState::ok ? op->out.size : 0;
+  return {};
+}
+
+// Whether the device's blocks of `op` gave exactly what the format says:
+// every block ok and of its size, all input consumed, every checksum.
+bool Batch::verify(Op& op, const std::vector<gpu::ScanDecodeJob>& inflates,
+                   const std::vector<gpu::ScanDecodeJob>& lz4s, const std::vector<gpu::ScanCopyJob>& copies) {
+  std::uint64_t end = 0;
+  for (const Piece& p : op.pieces) {
+    std::uint64_t got = p.size;
+    switch (p.kind) {
+      case Piece::inflate: {
+        const gpu::ScanDecodeJob& j = inflates[p.job];
+        if (!j.ok || j.out_size != p.size || j.in_used != p.in_size) return false;
+        break;
+      }
+      case Piece::lz4: {
+        const gpu::ScanDecodeJob& j = lz4s[p.job];
+        if (!j.ok || (p.exact ? j.out_size != p.size : j.out_size > p.size)) return false;
+        got = j.out_size;
+        break;
+      }
+      case Piece::copy:
+        if (p.mode == gpu::ScanCopyMode::unsupported) {
+          if (copies[p.job].status != gpu::ScanCopyStatus::unsupported_on_gpu) return false;
+          continue;
+        }
+        if (copies[p.job].status != gpu::ScanCopyStatus::ok) return false;
+        break;
+      case Piece::cpu: break;
+    }
+    end = std::max(end, p.out_at + got);
+  }
+  op.out.size = end;
+  const std::uint8_t* h = op.out.host;
+  for (const Check& c : op.checks) {
+    const std::uint64_t size = c.size == UINT64_MAX ? end - std::min(end, c.at) : c.size;
+    if (c.at + size > end) return false;
+    const std::span<const std::uint8_t> bytes(h + c.at, static_cast<std::size_t>(size));
+    bool holds = false;
+    switch (c.kind) {
+      case Check::crc32: holds = zip::crc32(bytes) == c.want; break;
+      case Check::xxh32: holds = XXH32(bytes.data(), bytes.size(), 0) == c.want; break;
+      case Check::xxh64_low32: holds = zstd_frame::content_checksum(bytes) == c.want; break;
+    }
+    if (!holds) return false;
+  }
+  return true;
+}
+
+// The op's whole input through the CPU decoder, up to its cap; the bytes
+// go to the device for the entries and the layers below.
+Status Batch::decode_on_cpu(Op& op) {
+  std::vector<std::uint8_t> bytes;
+  Status s;
+  if (op.kind == OpKind::zip_deflate) {
+    zip::Entry e;
+    e.method = zip::kDeflate;
+    e.compressed_size = op.in.size;
+    e.size = op.expected;
+    e.crc32 = op.crc;
+    s = op.expected > op.cap ? Status{StatusCode::output_limit} : zip::extract(op.in.span(), e, &bytes, op.cap);
+  } else {
+    const Layer kind = op.kind == OpKind::gzip ? Layer::gzip : op.kind == OpKind::lz4 ? Layer::lz4 : Layer::zstd;
+    s = decompress_cpu(kind, op.in.span(), op.cap, &bytes);
+  }
+  if (!s) {
+    op.state = OpState::failed;  // the final walk asks the CPU again, under its own limits
+    return {};
+  }
+  std::uint8_t* d = nullptr;
+  std::vector<std::uint8_t>* kept;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    kept = &keep();
+    if (!dev_.emulated()) {
+      if (Status a = alloc(bytes.size(), &d); !a) return a;
+    }
+  }
+  if (!dev_.emulated()) {
+    if (Status u = dev_.upload(d, bytes.data(), bytes.size()); !u) return u;
+  }
+  *kept = std::move(bytes);
+  op.out = {kept->data(), kept->data(), dev_.emulated() ? kept->data() : d, kept->size()};
+  op.state = OpState::ok;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    ++stats_.cpu_blocks;
+    stats_.cpu_bytes += op.out.size;
+    if (!dev_.emulated()) stats_.host_to_device_bytes += op.out.size;
+  }
+  return {};
+}
+
+// ---------------------------------------------------------------- the walk ----
+
+// One archive walked as scan() walks it. Discovery walks record the ops they
+// meet undecoded and leave what is below them for a later pass; the final
+// walk lists every entry, with the CPU deciding where an op's result does
+// not stand.
+class Walker {
+ public:
+  Walker(Batch& batch, const ScanLimits& limits, std::size_t archive, bool final)
+      : batch_(batch), limits_(limits), archive_(archive), final_(final), budget_(limits) {}
+
+  Status walk(const Region& data, const std::string& path, const std::string& codec, int layer, int depth) {
+    const Layer kind = layer_of(data.head, static_cast<std::size_t>(data.size));
+    if (kind != Layer::file && depth > limits_.max_depth) return add(path, codec, layer, {}, kDepthStatus);
+    switch (kind) {
+      case Layer::gzip:
+      case Layer::lz4:
+      case Layer::zstd: return walk_compressed(kind, data, path, codec, layer, depth);
+      case Layer::zip: return walk_zip(data, path, codec, layer, depth);
+      case Layer::tar: return walk_tar(data, path, codec, layer, depth);
+      case Layer::file: break;
+    }
+    return add(path, codec.empty() ? "stored" : codec, layer, data, {});
+  }
+
+  std::vector<ScanEntry> entries;
+  std::vector<Region> sources;  // each entry's bytes (empty for a failed one)
+  std::uint64_t bytes = 0;
+
+ private:
+  // Host bytes the CPU produced: no device copy, the gather uploads them.
+  Region host_region(std::vector<std::uint8_t>&& v) {
+    std::vector<std::uint8_t>& kept = batch_.keep();
+    kept = std::move(v);
+    return {kept.data(), kept.data(), nullptr, kept.size()};
+  }
+
+  // In a discovery walk: records `op` if it is new, with the most the walk
+  // allows it (the final walk never allows more).
+  void record(Op& op, std::uint64_t allowed) {
+    if (op.state != OpState::fresh) return;
+    op.cap = allowed;
+    batch_.record(&op);
+  }
+
+  Status walk_compressed(Layer kind, const Region& data, const std::string& path, const std::string& codec,
+                         int layer, int depth) {
+    const std::string how = join(codec, layer_name(kind));
+    const std::uint64_t allowed = budget_.budget(static_cast<std::size_t>(data.size));
+    Op& op = batch_.op(op_kind(kind), data, archive_);
+    if (op.state == OpState::ok && op.out.size <= allowed) {
+      budget_.produced += op.out.size;
+      return walk(op.out, without_suffix(path, kind), how, layer, depth + 1);
+    }
+    if (!final_) {
+      record(op, allowed);
+      return {};
+    }
+    std::vector<std::uint8_t> inner;
+    Status s = decompress_cpu(kind, data.span(), allowed, &inner);
+    if (s) budget_.produced += inner.size();
+    s = budget_.over_limits(s, allowed);
+    if (!s) return add(path, how, layer, {}, s);
+    return walk(host_region(std::move(inner)), without_suffix(path, kind), how, layer, depth + 1);
+  }
+
+  Status walk_zip(const Region& data, const std::string& path, const std::string& codec, int layer, int depth) {
+    const ZipParse& z = batch_.zip_of(data);
+    if (!z.status) return add(path, join(codec, "zip"), layer, {}, z.status);
+    for (const zip::Entry& e : z.entries) {
+      if (e.is_directory() || e.is_symlink()) continue;
+      const std::string member = path + "/" + e.name;
+      const std::string how = join(codec, e.method == zip::kDeflate ? "zip:deflate" : "zip:stored");
+      const bool inside = e.data_offset <= data.size && data.size - e.data_offset >= e.compressed_size;
+      const std::uint64_t allowed = e.method == zip::kStored ? e.size : budget_.budget(e.compressed_size);
+      if (inside && e.method == zip::kStored && e.compressed_size == e.size) {
+        const Region bytes = data.sub(e.data_offset, e.size);
+        if (batch_.crc_holds(bytes, e.crc32)) {
+          if (Status w = walk(bytes, member, how, layer + 1, depth + 1); !w) return w;
+          continue;
+        }
+      }
+      if (inside && e.method == zip::kDeflate) {
+        Op& op = batch_.op(OpKind::zip_deflate, data.sub(e.data_offset, e.compressed_size), archive_);
+        op.expected = e.size;
+        op.crc = e.crc32;
+        if (op.state == OpState::ok && e.size <= allowed) {
+          budget_.produced += op.out.size;
+          if (Status w = walk(op.out, member, how, layer + 1, depth + 1); !w) return w;
+          continue;
+        }
+        if (!final_) record(op, allowed);
+      }
+      if (!final_) continue;
+      // scan()'s own extraction decides.
+      std::vector<std::uint8_t> out;
+      Status s = zip::extract(data.span(), e, &out, allowed);
+      if (s && e.method != zip::kStored) budget_.produced += out.size();
+      s = budget_.over_limits(s, allowed);
+      if (!s) {
+        if (Status a = add(member, how, layer + 1, {}, s); !a) return a;
+        continue;
+      }
+      if (Status w = walk(host_region(std::move(out)), member, how, layer + 1, depth + 1); !w) return w;
+    }
+    return {};
+  }
+
+  Status walk_tar(const Region& data, const std::string& path, const std::string& codec, int layer, int depth) {
+    const TarParse& t = batch_.tar_of(data);
+    for (const tar::Entry& e : t.entries) {
+      if (e.kind != tar::Kind::file) continue;
+      if (Status w = walk(data.sub(e.data_at, e.size), path + "/" + e.path, join(codec, "tar"), layer + 1, depth + 1);
+          !w) {
+        return w;
+      }
+    }
+    if (!t.status) return add(path, join(codec, "tar"), layer, {}, t.status);
+    return {};
+  }
+
+  Status add(const std::string& path, const std::string& codec, int layer, const Region& data, Status status) {
+    if (count_ >= limits_.max_entries) return kEntriesStatus;
+    ++count_;
+    if (!final_) return {};
+    ScanEntry e;
+    e.path = path;
+    e.layer = layer;
+    e.codec = codec;
+    e.status = status;
+    e.archive = archive_;
+    e.offset = bytes;
+    if (status) {
+      e.size = data.size;
+      bytes += data.size;
+      sources.push_back(data);
+    } else {
+      sources.push_back({});
+    }
+    entries.push_back(std::move(e));
+    return {};
+  }
+
+  Batch& batch_;
+  const ScanLimits& limits_;
+  std::size_t archive_;
+  bool final_;
+  Budget budget_;
+  std::uint64_t count_ = 0;
+};
+
+struct Root {
+  Region region;
+  std::string name;
+};
+
+Status scan_roots(std::vector<Root>& roots, const ScanLimits& limits, gpu::ScanDevice& dev, unsigned threads,
+                  DeviceScanResult* result) {
+  DeviceScanStats& stats = result->stats;
+  Batch batch(dev, limits, threads, &stats);
+  // Discovery passes, a layer of nesting deeper each, until nothing is new.
+  for (std::int64_t pass = 0;; ++pass) {
+    for (std::size_t a = 0; a < roots.size(); ++a) {
+      Walker w(batch, limits, a, false);
+      (void)w.walk(roots[a].region, roots[a].name, "", 0, 0);
+    }
+    if (!batch.has_pending()) break;
+    if (Status s = batch.dispatch(); !s) return s;
+    if (pass > static_cast<std::int64_t>(limits.max_depth) + 2) break;  // cannot happen: each pass goes a layer deeper
+  }
+  // The final walks, and the gather of every entry's bytes.
+  Status call;
+  std::vector<gpu::ScanCopyJob> gather;
+  std::vector<std::pair<std::uint64_t, Region>> uploads;  // (offset in the result, host bytes)
+  std::uint64_t total = 0;
+  for (std::size_t a = 0; a < roots.size(); ++a) {
+    Walker w(batch, limits, a, true);
+    const Status s = w.walk(roots[a].region, roots[a].name, "", 0, 0);
+    if (!s && call) call = s;
+    for (std::size_t i = 0; i < w.entries.size(); ++i) {
+      ScanEntry& e = w.entries[i];
+      e.offset += total;
+      const Region& r = w.sources[i];
+      if (e.status && e.size) {
+        if (r.dev) {
+          gpu::ScanCopyJob j;
+          j.item.src = r.dev;
+          j.item.size = e.size;
+          j.item.dst = reinterpret_cast<std::uint8_t*>(static_cast<std::uintptr_t>(e.offset));  // placed below
+          gather.push_back(j);
+        } else {
+          uploads.emplace_back(e.offset, r);
+        }
+      }
+      result->entries.push_back(std::move(e));
+    }
+    total += w.bytes;
+  }
+  void* out = nullptr;
+  if (total) {
+    if (Status s = dev.alloc(static_cast<std::size_t>(total), &out); !s) return s;
+    result->adopt(out, total, !dev.emulated());
+  }
+  std::uint8_t* const base = static_cast<std::uint8_t*>(out);
+  if (!uploads.empty()) {
+    // Host bytes go up in one transfer, then join the gather.
+    std::uint64_t staged = 0;
+    for (const auto& u : uploads) staged += u.second.size;
+    std::uint8_t* d = nullptr;
+    if (dev.emulated()) {
+      for (const auto& u : uploads) std::memcpy(base + u.first, u.second.host, static_cast<std::size_t>(u.second.size));
+    } else {
+      std::vector<std::uint8_t> host(static_cast<std::size_t>(staged));
+      std::uint64_t at = 0;
+      for (const auto& u : uploads) {
+        std::memcpy(host.data() + at, u.second.host, static_cast<std::size_t>(u.second.size));
+        at += u.second.size;
+      }
+      if (Status s = batch.alloc(host.size(), &d); !s) return s;
+      if (Status s = dev.upload(d, host.data(), host.size()); !s) return s;
+      stats.host_to_device_bytes += staged;
+      at = 0;
+      for (const auto& u : uploads) {
+        gpu::ScanCopyJob j;
+        j.item.src = d + at;
+        j.item.size = u.second.size;
+        j.item.dst = reinterpret_cast<std::uint8_t*>(static_cast<std::uintptr_t>(u.first));
+        gather.push_back(j);
+        at += u.second.size;
+      }
+    }
+  }
+  for (gpu::ScanCopyJob& j : gather) j.item.dst = base + reinterpret_cast<std::uintptr_t>(j.item.dst);
+  if (!gather.empty()) {
+    ++stats.dispatches;
+    if (Status s = dev.copy(gather); !s) return s;
+    for (const gpu::ScanCopyJob& j : gather) {
+      if (j.status != gpu::ScanCopyStatus::ok) return {StatusCode::device_error, "the gather of entries failed"};
+    }
+  }
+  return call;
+}
+
+// The device the options ask for: CUDA when wanted and present, else the
+// emulation.
+std::unique_ptr<gpu::ScanDevice> pick_device(const DeviceScanOptions& options) {
+  std::unique_ptr<gpu::ScanDevice> dev;
+  if (options.gpu && gpu::make_cuda_scan_device(options.stream, &dev)) return dev;
+  return gpu::make_emulated_scan_device(options.threads);
+}
+
+}  // namespace
+
+Status scan_to_device(std::span<const ScanInput> archives, const ScanLimits& limits, const DeviceScanOptions& options,
+                      DeviceScanResult* result) {
+  if (!result) return {StatusCode::invalid_argument, "null result"};
+  result->reset();
+  result->stats = {};
+  for (const ScanInput& a : archives) {
+    if (!a.archive.data && a.archive.size) return {StatusCode::invalid_argument, "null buffer"};
+  }
+  const auto start = std::chrono::steady_clock::now();
+  std::unique_ptr<gpu::ScanDevice> dev = pick_device(options);
+  result->stats.emulated = dev->emulated();
+  std::vector<Root> roots(archives.size());
+  void* up = nullptr;
+  std::uint64_t total = 0;
+  for (const ScanInput& a : archives) total += (a.archive.size + 255) / 256 * 256;
+  if (!dev->emulated() && total) {
+    if (Status s = dev->alloc(static_cast<std::size_t>(total), &up); !s) return s;
+  }
+  const std::unique_ptr<void, std::function<void(void*)>> up_owner(up, [&](void* p) {
+    if (p) dev->free(p);
+  });
+  std::uint64_t at = 0;
+  for (std::size_t i = 0; i < archives.size(); ++i) {
+    const auto* h = static_cast<const std::uint8_t*>(archives[i].archive.data);
+    const std::uint64_t n = archives[i].archive.size;
+    const std::uint8_t* d = h;
+    if (!dev->emulated() && n) {
+      d = static_cast<std::uint8_t*>(up) + at;
+      if (Status s = dev->upload(const_cast<std::uint8_t*>(d), h, static_cast<std::size_t>(n)); !s) return s;
+      result->stats.host_to_device_bytes += n;
+      at += (n + 255) / 256 * 256;
+    }
+    roots[i] = {{h, h, d, n}, archives[i].name};
+  }
+  const Status s = scan_roots(roots, limits, *dev, options.threads, result);
+  result->stats.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return s;
+}
+
+Status scan_device_archive(const void* d_archive, std::uint64_t size, std::string_view name,
+                           const ScanLimits& limits, const DeviceScanOptions& options, DeviceScanResult* result) {
+  if (!result || (!d_archive && size)) return {StatusCode::invalid_argument, "null buffer"};
+  result->reset();
+  result->stats = {};
+  const auto start = std::chrono::steady_clock::now();
+  std::unique_ptr<gpu::ScanDevice> dev = pick_device(options);
+  result->stats.emulated = dev->emulated();
+  std::vector<std::uint8_t> host(static_cast<std::size_t>(size));
+  if (Status s = dev->download(host.data(), d_archive, host.size()); !s) return s;
+  result->stats.device_to_host_bytes += size;
+  std::vector<Root> roots(1);
+  roots[0] = {{host.data(), host.data(), static_cast<const std::uint8_t*>(d_archive), size}, std::string(name)};
+  const Status s = scan_roots(roots, limits, *dev, options.threads, result);
+  result->stats.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return s;
+}
+
+}  // namespace tandem

@@ -1,0 +1,236 @@
+// The archive scanner's CUDA device (see scan_gpu.hpp): device memory from
+// cudaMalloc, transfers and launches on the caller's stream, and one launch
+// per dispatch: inflate_async, lz4_decompress_async, or the copy kernel
+// (scan_gpu_body.hpp, a thread block per descriptor, grid-stride). Each
+// dispatch packs its descriptors into one upload, launches, and brings the
+// sizes and statuses back in one download.
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "gpu/gpu_memory.cuh"
+#include "gpu/inflate_gpu.hpp"
+#include "gpu/scan_gpu.hpp"
+
+namespace tandem::gpu {
+
+namespace {
+
+__global__ void scan_copy_kernel(const ScanCopyItem* items, std::size_t n, ScanCopyStatus* statuses) {
+  for (std::size_t i = blockIdx.x; i < n; i += gridDim.x) {
+    const ScanCopyItem item = items[i];
+    const ScanCopyStatus st = scan_copy_status(item);
+    if (threadIdx.x == 0) statuses[i] = st;
+    if (st == ScanCopyStatus::ok) scan_copy_part(item, threadIdx.x, blockDim.x);
+  }
+}
+
+// Host arrays laid out back to back for one upload, and the device copy.
+class Staging {
+ public:
+  template <class T>
+  std::size_t put(const T* p, std::size_t n) {
+    const std::size_t at = (bytes_.size() + 255) / 256 * 256;
+    bytes_.resize(at + n * sizeof(T));
+    if (n) std::memcpy(bytes_.data() + at, p, n * sizeof(T));
+    return at;
+  }
+  std::size_t reserve(std::size_t n) {
+    const std::size_t at = (bytes_.size() + 255) / 256 * 256;
+    bytes_.resize(at + n);
+    return at;
+  }
+  std::vector<std::uint8_t>& bytes() { return bytes_; }
+
+ private:
+  std::vector<std::uint8_t> bytes_;
+};
+
+class CudaScanDevice final : public ScanDevice {
+ public:
+  explicit CudaScanDevice(Stream stream) : stream_(reinterpret_cast<cudaStream_t>(stream)) {}
+  ~CudaScanDevice() override {
+    if (scratch_) cudaFree(scratch_);
+  }
+
+  bool emulated() const override { return false; }
+
+  Status alloc(std::size_t bytes, void** ptr) override {
+    TANDEM_CUDA_CHECK(cudaMalloc(ptr, std::max<std::size_t>(bytes, 1)), "cudaMalloc (scan)");
+    return {};
+  }
+  void free(void* ptr) override {
+    if (ptr) cudaFree(ptr);
+  }
+
+  Status upload(void* dst, const void* src, std::size_t bytes) override {
+    if (!bytes) return {};
+    TANDEM_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, stream_), "scan upload");
+    TANDEM_CUDA_CHECK(cudaStreamSynchronize(stream_), "scan upload");
+    return {};
+  }
+  Status download(void* dst, const void* src, std::size_t bytes) override {
+    if (!bytes) return {};
+    TANDEM_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, stream_), "scan download");
+    TANDEM_CUDA_CHECK(cudaStreamSynchronize(stream_), "scan download");
+    return {};
+  }
+
+  Status inflate(std::span<ScanDecodeJob> jobs) override {
+    const std::size_t n = jobs.size();
+    if (!n) return {};
+    std::vector<const void*> in(n);
+    std::vector<std::size_t> in_sizes(n), caps(n);
+    std::vector<void*> out(n);
+    for (std::size_t i = 0; i < n; ++i) {
+      in[i] = jobs[i].in;
+      in_sizes[i] = jobs[i].in_size;
+      out[i] = jobs[i].out;
+      caps[i] = jobs[i].capacity;
+    }
+    Staging st;
+    const std::size_t a_in = st.put(in.data(), n), a_sizes = st.put(in_sizes.data(), n), a_out = st.put(out.data(), n),
+                      a_caps = st.put(caps.data(), n);
+    const std::size_t a_got = st.reserve(n * sizeof(std::size_t)), a_used = st.reserve(n * sizeof(std::size_t)),
+                      a_status = st.reserve(n * sizeof(InflateStatus)), a_end = st.reserve(n * sizeof(InflateEnd));
+    std::uint8_t* d = nullptr;
+    if (Status s = stage(st, &d); !s) return s;
+    if (Status s = inflate_async(reinterpret_cast<const void* const*>(d + a_in),
+                                 reinterpret_cast<const std::size_t*>(d + a_sizes), n, nullptr, 0,
+                                 reinterpret_cast<void* const*>(d + a_out),
+                                 reinterpret_cast<const std::size_t*>(d + a_caps),
+                                 reinterpret_cast<std::size_t*>(d + a_got),
+                                 reinterpret_cast<InflateStatus*>(d + a_status), reinterpret_cast<InflateEnd*>(d + a_end),
+                                 reinterpret_cast<std::size_t*>(d + a_used), reinterpret_cast<Stream>(stream_));
+        !s) {
+      return s;
+    }
+    if (Status s = fetch(st, d, a_got); !s) return s;
+    const std::uint8_t* h = st.bytes().data();
+    for (std::size_t i = 0; i < n; ++i) {
+      std::memcpy(&jobs[i].out_size, h + a_got + i * sizeof(std::size_t), sizeof(std::size_t));
+      std::memcpy(&jobs[i].in_used, h + a_used + i * sizeof(std::size_t), sizeof(std::size_t));
+      InflateStatus s;
+      InflateEnd e;
+      std::memcpy(&s, h + a_status + i * sizeof(InflateStatus), sizeof s);
+      std::memcpy(&e, h + a_end + i * sizeof(InflateEnd), sizeof e);
+      jobs[i].ok = s == InflateStatus::ok && e == InflateEnd::final_block;
+    }
+    return {};
+  }
+
+  Status lz4(std::span<ScanDecodeJob> jobs) override {
+    const std::size_t n = jobs.size();
+    if (!n) return {};
+    std::vector<const void*> in(n);
+    std::vector<std::size_t> in_sizes(n), caps(n);
+    std::vector<void*> out(n);
+    std::size_t max_out = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+      in[i] = jobs[i].in;
+      in_sizes[i] = jobs[i].in_size;
+      out[i] = jobs[i].out;
+      caps[i] = jobs[i].capacity;
+      max_out = std::max(max_out, caps[i]);
+    }
+    std::size_t temp = 0;
+    if (Status s = lz4_decompress_temp_size(n, max_out, &temp); !s) return s;
+    Staging st;
+    const std::size_t a_in = st.put(in.data(), n), a_sizes = st.put(in_sizes.data(), n), a_out = st.put(out.data(), n),
+                      a_caps = st.put(caps.data(), n);
+    const std::size_t a_got = st.reserve(n * sizeof(std::size_t)), a_status = st.reserve(n * sizeof(ItemStatus));
+    const std::size_t a_temp = st.reserve(temp);
+    std::uint8_t* d = nullptr;
+    if (Status s = stage(st, &d); !s) return s;
+    if (Status s = lz4_decompress_async(reinterpret_cast<const void* const*>(d + a_in),
+                                        reinterpret_cast<const std::size_t*>(d + a_sizes), max_out, n,
+                                        temp ? d + a_temp : nullptr, temp, reinterpret_cast<void* const*>(d + a_out),
+                                        reinterpret_cast<const std::size_t*>(d + a_caps),
+                                        reinterpret_cast<std::size_t*>(d + a_got),
+                                        reinterpret_cast<ItemStatus*>(d + a_status), reinterpret_cast<Stream>(stream_));
+        !s) {
+      return s;
+    }
+    if (Status s = fetch(st, d, a_got); !s) return s;
+    const std::uint8_t* h = st.bytes().data();
+    for (std::size_t i = 0; i < n; ++i) {
+      std::memcpy(&jobs[i].out_size, h + a_got + i * sizeof(std::size_t), sizeof(std::size_t));
+      ItemStatus s;
+      std::memcpy(&s, h + a_status + i * sizeof(ItemStatus), sizeof s);
+      jobs[i].ok = s == ItemStatus::ok;
+      jobs[i].in_used = jobs[i].in_size;
+    }
+    return {};
+  }
+
+  Status copy(std::span<ScanCopyJob> jobs) override {
+    const std::size_t n = jobs.size();
+    if (!n) return {};
+    std::vector<ScanCopyItem> items(n);
+    for (std::size_t i = 0; i < n; ++i) items[i] = jobs[i].item;
+    Staging st;
+    const std::size_t a_items = st.put(items.data(), n);
+    const std::size_t a_status = st.reserve(n * sizeof(ScanCopyStatus));
+    std::uint8_t* d = nullptr;
+    if (Status s = stage(st, &d); !s) return s;
+    const unsigned grid = static_cast<unsigned>(std::min<std::size_t>(n, 1u << 16));
+    scan_copy_kernel<<<grid, 256, 0, stream_>>>(reinterpret_cast<const ScanCopyItem*>(d + a_items), n,
+                                                 reinterpret_cast<ScanCopyStatus*>(d + a_status));
+    if (Status s = launch_status(); !s) return s;
+    if (Status s = fetch(st, d, a_status); !s) return s;
+    for (std::size_t i = 0; i < n; ++i) {
+      std::memcpy(&jobs[i].status, st.bytes().data() + a_status + i * sizeof(ScanCopyStatus),
+                  sizeof(ScanCopyStatus));
+    }
+    return {};
+  }
+
+ private:
+  // Uploads the staged arrays into the scratch allocation (grown as needed).
+  Status stage(Staging& st, std::uint8_t** d) {
+    const std::size_t bytes = std::max<std::size_t>(st.bytes().size(), 256);
+    if (bytes > scratch_bytes_) {
+      if (scratch_) cudaFree(scratch_);
+      scratch_ = nullptr;
+      scratch_bytes_ = 0;
+      TANDEM_CUDA_CHECK(cudaMalloc(&scratch_, bytes), "cudaMalloc (scan descriptors)");
+      scratch_bytes_ = bytes;
+    }
+    TANDEM_CUDA_CHECK(cudaMemcpyAsync(scratch_, st.bytes().data(), st.bytes().size(), cudaMemcpyHostToDevice, stream_),
+                      "scan descriptors upload");
+    *d = static_cast<std::uint8_t*>(scratch_);
+    return {};
+  }
+  // Waits for the dispatch and brings back the staged results from `from` on.
+  Status fetch(Staging& st, const std::uint8_t* d, std::size_t from) {
+    TANDEM_CUDA_CHECK(cudaMemcpyAsync(st.bytes().data() + from, d + from, st.bytes().size() - from,
+                                      cudaMemcpyDeviceToHost, stream_),
+                      "scan results download");
+    TANDEM_CUDA_CHECK(cudaStreamSynchronize(stream_), "scan dispatch");
+    return {};
+  }
+
+  cudaStream_t stream_;
+  void* scratch_ = nullptr;
+  std::size_t scratch_bytes_ = 0;
+};
+
+}  // namespace
+
+Status make_cuda_scan_device(Stream stream, std::unique_ptr<ScanDevice>* device) {
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
+    (void)cudaGetLastError();
+    return {StatusCode::no_device, "no CUDA device"};
+  }
+  *device = std::make_unique<CudaScanDevice>(stream);
+  return {};
+}
+
+void free_cuda_scan_memory(void* ptr) {
+  if (ptr) cudaFree(ptr);
+}
+
+}  // namespace tandem::gpu

@@ -1,0 +1,66 @@
+// The archive scanner's device: memory, copies and one dispatch per decoder
+// kind, for scan_to_device (codec/scan_device.cpp). Two implementations: the
+// CUDA one (scan_gpu.cu; scan_gpu_none.cpp says no_device without CUDA) and
+// the emulation (scan_gpu_emulate.cpp), where device memory is host memory
+// and the kernels' bodies run on the CPU: the same descriptors and results.
+//
+// Each dispatch takes a batch of jobs in host memory whose pointers are
+// device memory, runs them all in one launch (inflate_async,
+// lz4_decompress_async, or the copy kernel of scan_gpu_body.hpp), waits, and
+// writes each job's outcome back into the host array.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+
+#include "gpu/inflate_body.hpp"
+#include "gpu/scan_gpu_body.hpp"
+#include "tandem/tandem.hpp"
+#include "tandem/tandem_gpu.hpp"
+
+namespace tandem::gpu {
+
+// One block of an inflate or LZ4 dispatch.
+struct ScanDecodeJob {
+  const void* in = nullptr;  // device
+  std::size_t in_size = 0;
+  void* out = nullptr;       // device
+  std::size_t capacity = 0;
+  // Written by the dispatch.
+  std::size_t out_size = 0;
+  std::size_t in_used = 0;   // inflate only
+  bool ok = false;           // decoded without error (inflate: ended on a final block)
+};
+
+// One item of a copy dispatch, and its status.
+struct ScanCopyJob {
+  ScanCopyItem item;
+  ScanCopyStatus status = ScanCopyStatus::ok;
+};
+
+class ScanDevice {
+ public:
+  virtual ~ScanDevice() = default;
+  virtual bool emulated() const = 0;
+  // Device memory of `bytes` bytes (at least 1), 256-byte aligned.
+  virtual Status alloc(std::size_t bytes, void** ptr) = 0;
+  virtual void free(void* ptr) = 0;
+  // Ordered on the device's stream; upload returns once `src` may be reused.
+  virtual Status upload(void* dst, const void* src, std::size_t bytes) = 0;
+  virtual Status download(void* dst, const void* src, std::size_t bytes) = 0;
+  virtual Status inflate(std::span<ScanDecodeJob> jobs) = 0;
+  virtual Status lz4(std::span<ScanDecodeJob> jobs) = 0;
+  virtual Status copy(std::span<ScanCopyJob> jobs) = 0;
+};
+
+// The emulation, its CPU work spread over `threads` threads (0: all).
+std::unique_ptr<ScanDevice> make_emulated_scan_device(unsigned threads);
+// The CUDA device on `stream`; no_device without CUDA or without a device.
+Status make_cuda_scan_device(Stream stream, std::unique_ptr<ScanDevice>* device);
+// Frees memory that make_cuda_scan_device's allocations gave (for
+// DeviceScanResult, which outlives its device object).
+void free_cuda_scan_memory(void* ptr);
+
+}  // namespace tandem::gpu

@@ -1,0 +1,81 @@
+// The archive scanner's device emulated on the CPU (see scan_gpu.hpp): host
+// memory, memcpy for transfers, and the kernels' own bodies for the
+// dispatches (inflate_emulated's warp form, the LZ4 decoder's emulation,
+// scan_gpu_body.hpp), spread over the thread pool one job at a time.
+#include <cstdlib>
+#include <cstring>
+
+#include "common/thread_pool.hpp"
+#include "gpu/inflate_gpu.hpp"
+#include "gpu/lz4_gpu_emulate.hpp"
+#include "gpu/scan_gpu.hpp"
+
+namespace tandem::gpu {
+
+namespace {
+
+class EmulatedScanDevice final : public ScanDevice {
+ public:
+  explicit EmulatedScanDevice(unsigned threads)
+      : threads_(detail::effective_threads(static_cast<int>(std::min<unsigned>(threads, 1u << 16)))) {}
+
+  bool emulated() const override { return true; }
+
+  Status alloc(std::size_t bytes, void** ptr) override {
+    *ptr = std::aligned_alloc(256, (std::max<std::size_t>(bytes, 1) + 255) / 256 * 256);
+    return *ptr ? Status{} : Status{StatusCode::out_of_memory, "scan buffer"};
+  }
+  void free(void* ptr) override { std::free(ptr); }
+
+  Status upload(void* dst, const void* src, std::size_t bytes) override {
+    if (bytes) std::memcpy(dst, src, bytes);
+    return {};
+  }
+  Status download(void* dst, const void* src, std::size_t bytes) override {
+    if (bytes) std::memcpy(dst, src, bytes);
+    return {};
+  }
+
+  Status inflate(std::span<ScanDecodeJob> jobs) override {
+    detail::parallel_for(jobs.size(), threads_, [&](std::size_t i) {
+      ScanDecodeJob& j = jobs[i];
+      InflateStatus st = InflateStatus::ok;
+      InflateEnd end = InflateEnd::input_end;
+      void* const out = j.out;
+      inflate_emulated(&j.in, &j.in_size, 1, &out, &j.capacity, &j.out_size, &st, &end, &j.in_used);
+      j.ok = st == InflateStatus::ok && end == InflateEnd::final_block;
+    });
+    return {};
+  }
+
+  Status lz4(std::span<ScanDecodeJob> jobs) override {
+    detail::parallel_for(jobs.size(), threads_, [&](std::size_t i) {
+      ScanDecodeJob& j = jobs[i];
+      const ItemStatus st = lz4_decode_block_emulated(static_cast<const std::uint8_t*>(j.in), j.in_size,
+                                                      static_cast<std::uint8_t*>(j.out), j.capacity, &j.out_size);
+      j.ok = st == ItemStatus::ok;
+      j.in_used = j.in_size;
+    });
+    return {};
+  }
+
+  Status copy(std::span<ScanCopyJob> jobs) override {
+    detail::parallel_for(jobs.size(), threads_, [&](std::size_t i) {
+      ScanCopyJob& j = jobs[i];
+      j.status = scan_copy_status(j.item);
+      if (j.status == ScanCopyStatus::ok) scan_copy_part(j.item, 0, 1);
+    });
+    return {};
+  }
+
+ private:
+  int threads_;
+};
+
+}  // namespace
+
+std::unique_ptr<ScanDevice> make_emulated_scan_device(unsigned threads) {
+  return std::make_unique<EmulatedScanDevice>(threads);
+}
+
+}  // namespace tandem::gpu

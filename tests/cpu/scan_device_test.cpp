@@ -1,0 +1,111 @@
+// scan_to_device through the CPU emulation of its kernels (options.gpu
+// false): the same descriptors, dispatches and CPU fallbacks the GPU path
+// runs, whose entries (paths, order, layers, codecs, statuses, sizes) and
+// bytes must equal scan()'s on every kind of archive scan_test reads and on
+// the hostile ones (bombs, corrupted members, lying sizes, truncated
+// headers, traversal names, depth and entry limits), one archive at a time
+// and in batches; and the blocks that the device takes really go to it.
+#include <algorithm>
+
+#include "support/scan_cases.hpp"
+
+namespace tandem {
+namespace {
+
+using scan_cases::all_cases;
+using scan_cases::all_limits;
+using scan_cases::Case;
+using scan_cases::expect_same_as_scan;
+using test::Bytes;
+
+DeviceScanOptions emulated() {
+  DeviceScanOptions o;
+  o.gpu = false;
+  return o;
+}
+
+TEST(ScanDevice, EachArchiveAloneEqualsScan) {
+  for (const Case& c : all_cases()) {
+    for (const ScanLimits& l : all_limits()) {
+      SCOPED_TRACE(c.name + " max_ratio " + std::to_string(l.max_ratio) + " max_output " +
+                   std::to_string(l.max_output));
+      expect_same_as_scan({c}, l, emulated());
+    }
+  }
+}
+
+TEST(ScanDevice, OneBatchOfEveryArchiveEqualsScan) {
+  const std::vector<Case> cases = all_cases();
+  for (const ScanLimits& l : all_limits()) {
+    DeviceScanResult r;
+    expect_same_as_scan(cases, l, emulated(), &r);
+    EXPECT_TRUE(r.stats.emulated);
+    EXPECT_GT(r.entries.size(), 60u);
+    EXPECT_GT(r.stats.gpu_blocks, 0u);
+    EXPECT_GT(r.stats.cpu_blocks, 0u);         // zstd compressed blocks, multi-member gzip, linked LZ4
+    EXPECT_GT(r.stats.unsupported_blocks, 0u);  // zstd compressed blocks, said so first
+    EXPECT_GE(r.stats.layers, 3u);
+    EXPECT_LE(r.stats.dispatches, 3 * r.stats.layers + 1);
+  }
+  // In another order, and every archive twice.
+  std::vector<Case> twice = cases;
+  twice.insert(twice.end(), cases.begin(), cases.end());
+  std::reverse(twice.begin(), twice.end());
+  expect_same_as_scan(twice, {}, emulated());
+}
+
+TEST(ScanDevice, WellFormedArchivesDecodeOnTheDevice) {
+  const Bytes text = test::text_like_bytes(300000, 31), rnd = test::random_bytes(200000, 32);
+  std::vector<Case> cases = {{"a.gz", scan_cases::gzip(text)},
+                             {"b.lz4", scan_cases::lz4(text, 64u << 10, true)},
+                             {"c.zst", scan_cases::zstd(rnd, 1, true)},
+                             {"d.zst", scan_cases::zstd(Bytes(500000, 9), 1, true)},
+                             {"e.zip", scan_cases::zip_of({{"x", text}, {"y", rnd}})}};
+  const Bytes tar = scan_cases::tar_of({{"t.txt", text}, {"u.bin", rnd}});
+  if (!tar.empty()) cases.push_back({"f.tar.gz", scan_cases::gzip(tar)});
+  DeviceScanResult r;
+  expect_same_as_scan(cases, {}, emulated(), &r);
+  EXPECT_EQ(r.stats.rejected_blocks, 0u);
+  EXPECT_EQ(r.stats.cpu_blocks, 0u);
+  EXPECT_EQ(r.stats.unsupported_blocks, 0u);
+  EXPECT_GT(r.stats.gpu_bytes, 5 * text.size());
+  EXPECT_EQ(r.stats.layers, 1u);  // every decoder's blocks of every archive in one round
+}
+
+TEST(ScanDevice, ArchiveAlreadyInDeviceMemory) {
+  const std::vector<Case> cases = all_cases();
+  for (const Case& c : cases) {
+    ScanResult want;
+    (void)scan({c.bytes.data(), c.bytes.size()}, c.name, {}, &want);
+    DeviceScanResult got;
+    (void)scan_device_archive(c.bytes.data(), c.bytes.size(), c.name, {}, emulated(), &got);
+    ASSERT_EQ(got.entries.size(), want.entries.size()) << c.name;
+    Bytes bytes;
+    ASSERT_TRUE(got.copy_to_host(&bytes).ok());
+    EXPECT_EQ(bytes, want.bytes) << c.name;
+  }
+}
+
+TEST(ScanDevice, ArgumentsAndMoves) {
+  DeviceScanResult r;
+  EXPECT_EQ(scan_to_device({}, {}, emulated(), nullptr).code, StatusCode::invalid_argument);
+  const ScanInput bad{{nullptr, 5}, "x"};
+  EXPECT_EQ(scan_to_device({&bad, 1}, {}, emulated(), &r).code, StatusCode::invalid_argument);
+  ASSERT_TRUE(scan_to_device({}, {}, emulated(), &r).ok());
+  EXPECT_TRUE(r.entries.empty());
+  EXPECT_EQ(r.size(), 0u);
+  const Bytes gz = scan_cases::gzip(test::text_like_bytes(1000, 33));
+  const ScanInput one{{gz.data(), gz.size()}, "one.gz"};
+  ASSERT_TRUE(scan_to_device({&one, 1}, {}, emulated(), &r).ok());
+  DeviceScanResult moved = std::move(r);
+  EXPECT_EQ(r.size(), 0u);
+  EXPECT_EQ(moved.size(), 1000u);
+  ASSERT_EQ(moved.entries.size(), 1u);
+  EXPECT_EQ(moved.entries[0].path, "one");
+  Bytes back;
+  ASSERT_TRUE(moved.copy_to_host(&back).ok());
+  EXPECT_EQ(back, test::text_like_bytes(1000, 33));
+}
+
+}  // namespace
+}  // namespace tandem
