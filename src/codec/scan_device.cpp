@@ -295,11 +295,13 @@ void Batch::prepare(Op& op) {
 }
 
 // One gzip member, its trailer the input's last 8 bytes (anything else, such
-// as several members, is decoded on the CPU).
+// as several members, is decoded on the CPU), without tandem's chunk index.
 void Batch::prepare_gzip(Op& op) {
   format::GzipHeader h;
   const std::uint64_t n = op.in.size;
-  if (!format::parse_gzip_header(op.in.host, static_cast<std::size_t>(n), &h) ||
+  // A member with tandem's chunk index is read through its index on the CPU
+  // (whose statuses then depend on the index), so it stays there.
+  if (!format::parse_gzip_header(op.in.host, static_cast<std::size_t>(n), &h) || h.has_index ||
       n < h.size + format::kGzipTrailerSize) {
     op.on_cpu = true;
     return;

@@ -140,8 +140,8 @@ class CudaScanDevice final : public ScanDevice {
     Staging st;
     const std::size_t a_in = st.put(in.data(), n), a_sizes = st.put(in_sizes.data(), n), a_out = st.put(out.data(), n),
                       a_caps = st.put(caps.data(), n);
+    const std::size_t a_temp = st.reserve(temp);  // before the results, which alone come back
     const std::size_t a_got = st.reserve(n * sizeof(std::size_t)), a_status = st.reserve(n * sizeof(ItemStatus));
-    const std::size_t a_temp = st.reserve(temp);
     std::uint8_t* d = nullptr;
     if (Status s = stage(st, &d); !s) return s;
     if (Status s = lz4_decompress_async(reinterpret_cast<const void* const*>(d + a_in),
