@@ -1,0 +1,111 @@
+// The scanner's GPU path (tandem/scan_gpu.hpp) on a device: every archive
+// kind and hostile case of the scanner's tests, under four sets of limits,
+// alone and all in one batch, gives scan()'s entries and bytes with the
+// blocks decoded by the device (stats.emulated false); well-formed archives
+// decode with no block left to the CPU; an archive already in device memory;
+// the caller's stream.
+//
+// Skips without a CUDA device, and compiles to a skip in a build without CUDA.
+#include <algorithm>
+
+#include "support/gpu_support.hpp"
+#include "support/scan_cases.hpp"
+
+namespace tandem {
+namespace {
+
+using scan_cases::all_cases;
+using scan_cases::all_limits;
+using scan_cases::Case;
+using scan_cases::expect_same_as_scan;
+using test::Bytes;
+
+#if TANDEM_HAVE_CUDA
+
+TEST(ScanGpu, EachArchiveAloneEqualsScan) {
+  SKIP_WITHOUT_GPU();
+  for (const Case& c : all_cases()) {
+    for (const ScanLimits& l : all_limits()) {
+      SCOPED_TRACE(c.name + " max_ratio " + std::to_string(l.max_ratio) + " max_output " +
+                   std::to_string(l.max_output));
+      DeviceScanResult r;
+      expect_same_as_scan({c}, l, {}, &r);
+      EXPECT_FALSE(r.stats.emulated);
+    }
+  }
+}
+
+TEST(ScanGpu, OneBatchOfEveryArchiveEqualsScan) {
+  SKIP_WITHOUT_GPU();
+  const std::vector<Case> cases = all_cases();
+  test::StreamHandle stream;
+  DeviceScanOptions o;
+  o.stream = reinterpret_cast<gpu::Stream>(stream.get());
+  for (const ScanLimits& l : all_limits()) {
+    DeviceScanResult r;
+    expect_same_as_scan(cases, l, o, &r);
+    EXPECT_FALSE(r.stats.emulated);
+    EXPECT_GT(r.stats.gpu_blocks, 0u);
+    EXPECT_GT(r.stats.unsupported_blocks, 0u);
+    EXPECT_LE(r.stats.dispatches, 3 * r.stats.layers + 1);
+  }
+  std::vector<Case> twice = cases;
+  twice.insert(twice.end(), cases.begin(), cases.end());
+  std::reverse(twice.begin(), twice.end());
+  expect_same_as_scan(twice, {}, o);
+}
+
+TEST(ScanGpu, WellFormedArchivesDecodeOnTheDevice) {
+  SKIP_WITHOUT_GPU();
+  const Bytes text = test::text_like_bytes(3000000, 41), rnd = test::random_bytes(2000000, 42);
+  std::vector<Case> cases = {{"a.gz", scan_cases::gzip(text)},
+                             {"b.lz4", scan_cases::lz4(text, 64u << 10, true)},
+                             {"c.zst", scan_cases::zstd(rnd, 1, true)},
+                             {"d.zst", scan_cases::zstd(Bytes(5000000, 9), 1, true)},
+                             {"e.zip", scan_cases::zip_of({{"x", text}, {"y", rnd}})}};
+  const Bytes tar = scan_cases::tar_of({{"t.txt", text}, {"u.bin", rnd}});
+  if (!tar.empty()) cases.push_back({"f.tar.gz", scan_cases::gzip(tar)});
+  DeviceScanResult r;
+  expect_same_as_scan(cases, {}, {}, &r);
+  EXPECT_FALSE(r.stats.emulated);
+  EXPECT_EQ(r.stats.rejected_blocks, 0u);
+  EXPECT_EQ(r.stats.cpu_blocks, 0u);
+  EXPECT_EQ(r.stats.layers, 1u);
+  // The device's bytes are the emulation's.
+  DeviceScanOptions emulated;
+  emulated.gpu = false;
+  DeviceScanResult e;
+  expect_same_as_scan(cases, {}, emulated, &e);
+  EXPECT_EQ(e.stats.gpu_blocks, r.stats.gpu_blocks);
+  EXPECT_EQ(e.stats.gpu_bytes, r.stats.gpu_bytes);
+}
+
+TEST(ScanGpu, ArchiveAlreadyInDeviceMemory) {
+  SKIP_WITHOUT_GPU();
+  for (const Case& c : all_cases()) {
+    test::DeviceBuffer d(c.bytes.size());
+    if (!c.bytes.empty()) CUDA_CHECK(cudaMemcpy(d.get(), c.bytes.data(), c.bytes.size(), cudaMemcpyHostToDevice));
+    ScanResult want;
+    (void)scan({c.bytes.data(), c.bytes.size()}, c.name, {}, &want);
+    DeviceScanResult got;
+    (void)scan_device_archive(d.get(), c.bytes.size(), c.name, {}, {}, &got);
+    EXPECT_FALSE(got.stats.emulated);
+    ASSERT_EQ(got.entries.size(), want.entries.size()) << c.name;
+    for (std::size_t i = 0; i < want.entries.size(); ++i) {
+      EXPECT_EQ(got.entries[i].path, want.entries[i].path);
+      EXPECT_EQ(got.entries[i].status.to_string(), want.entries[i].status.to_string()) << want.entries[i].path;
+    }
+    Bytes bytes;
+    ASSERT_TRUE(got.copy_to_host(&bytes).ok());
+    EXPECT_EQ(bytes, want.bytes) << c.name;
+  }
+}
+
+#else
+
+TEST(ScanGpu, NeedsCuda) { GTEST_SKIP() << "this build of tandem has no CUDA backend: GPU tests skipped"; }
+
+#endif
+
+}  // namespace
+}  // namespace tandem
