@@ -59,7 +59,10 @@ Status decompress_zstd(std::span<const std::uint8_t> in, std::uint64_t allowed, 
     if (ZSTD_isError(pending)) return {StatusCode::bad_data, ZSTD_getErrorName(pending)};
     if (dst.pos > allowed - out->size()) return {StatusCode::output_limit, "zstd output over the limit"};
     out->insert(out->end(), chunk.data(), chunk.data() + dst.pos);
-    if (src.pos == src.size && dst.pos < dst.size) break;  // all input taken and all output flushed
+    // All input taken, and the last frame ended or all output flushed. (A
+    // frame whose content ends exactly at the end of `chunk` ends with a
+    // full chunk and 0; another call would start a frame and want its header.)
+    if (src.pos == src.size && (pending == 0 || dst.pos < dst.size)) break;
   }
   if (pending != 0) return {StatusCode::truncated, "zstd frame cut short"};
   return {};

@@ -24,6 +24,7 @@
 // Last, one copy dispatch gathers every ok entry's bytes into the result's
 // allocation.
 #include <xxhash.h>
+#include <zlib.h>
 
 #include <chrono>
 #include <cstdlib>
@@ -249,8 +250,13 @@ class Batch {
   void prepare_gzip(Op& op);
   void prepare_lz4(Op& op);
   void prepare_zstd(Op& op);
-  bool verify(Op& op, const std::vector<gpu::ScanDecodeJob>& inflates, const std::vector<gpu::ScanDecodeJob>& lz4s,
-              const std::vector<gpu::ScanCopyJob>& copies);
+  bool verify_blocks(Op& op, const std::vector<gpu::ScanDecodeJob>& inflates,
+                     const std::vector<gpu::ScanDecodeJob>& lz4s, const std::vector<gpu::ScanCopyJob>& copies);
+  bool verify_checks(const Op& op, const std::uint32_t* device_crc);
+  Status fetch_heads(const std::vector<Op*>& ops, const std::vector<char>& good);
+  Status fetch_whole(const std::vector<Op*>& ops, const std::vector<char>& whole);
+  Status device_crcs(const std::vector<Op*>& ops, const std::vector<char>& good, const std::vector<char>& whole,
+                     std::vector<std::uint32_t>* crcs);
   Status decode_on_cpu(Op& op);
 
   gpu::ScanDevice& dev_;
@@ -508,21 +514,26 @@ Status Batch::dispatch() {
   if (Status s = dev_.lz4(lz4s); !s) return s;
   if (Status s = dev_.copy(copies); !s) return s;
 
-  // The outputs come back to be checked and parsed.
-  const std::uint8_t* host_base = base;
-  if (!dev_.emulated() && total) {
-    std::vector<std::uint8_t>& mirror = keep();
-    mirror.resize(static_cast<std::size_t>(total));
-    if (Status s = dev_.download(mirror.data(), base, mirror.size()); !s) return s;
-    stats_.device_to_host_bytes += total;
-    host_base = mirror.data();
-  }
+  // Each output's blocks, then its first bytes, which say whether it is a
+  // file or a layer to parse (those come back whole, as do outputs with an
+  // xxHash to check); the CRC-32s of files are taken on the device.
   std::vector<char> good(ops.size(), 0);
   detail::parallel_for(ops.size(), threads_, [&](std::size_t i) {
-    Op& op = *ops[i];
-    if (op.on_cpu) return;
-    op.out.host = op.out.head = host_base + (op.out.dev - base);
-    good[i] = verify(op, inflates, lz4s, copies);
+    if (!ops[i]->on_cpu) good[i] = verify_blocks(*ops[i], inflates, lz4s, copies);
+  });
+  if (Status s = fetch_heads(ops, good); !s) return s;
+  std::vector<char> whole(ops.size(), 0);
+  for (std::size_t i = 0; i < ops.size(); ++i) {
+    const Op& op = *ops[i];
+    if (!good[i]) continue;
+    whole[i] = layer_of(op.out.head, static_cast<std::size_t>(op.out.size)) != Layer::file;
+    for (const Check& c : op.checks) whole[i] |= c.kind != Check::crc32;
+  }
+  if (Status s = fetch_whole(ops, whole); !s) return s;
+  std::vector<std::uint32_t> device_crc(ops.size(), 0);
+  if (Status s = device_crcs(ops, good, whole, &device_crc); !s) return s;
+  detail::parallel_for(ops.size(), threads_, [&](std::size_t i) {
+    if (good[i]) good[i] = verify_checks(*ops[i], whole[i] ? nullptr : &device_crc[i]);
   });
   for (std::size_t i = 0; i < ops.size(); ++i) {
     Op& op = *ops[i];
@@ -560,9 +571,9 @@ Status Batch::dispatch() {
 }
 
 // Whether the device's blocks of `op` gave exactly what the format says:
-// every block ok and of its size, all input consumed, every checksum.
-bool Batch::verify(Op& op, const std::vector<gpu::ScanDecodeJob>& inflates,
-                   const std::vector<gpu::ScanDecodeJob>& lz4s, const std::vector<gpu::ScanCopyJob>& copies) {
+// every block ok and of its size, all input consumed. Sets the output's size.
+bool Batch::verify_blocks(Op& op, const std::vector<gpu::ScanDecodeJob>& inflates,
+                          const std::vector<gpu::ScanDecodeJob>& lz4s, const std::vector<gpu::ScanCopyJob>& copies) {
   std::uint64_t end = 0;
   for (const Piece& p : op.pieces) {
     std::uint64_t got = p.size;
@@ -590,11 +601,21 @@ bool Batch::verify(Op& op, const std::vector<gpu::ScanDecodeJob>& inflates,
     end = std::max(end, p.out_at + got);
   }
   op.out.size = end;
-  const std::uint8_t* h = op.out.host;
+  return true;
+}
+
+// Whether the output holds its checksums: on the host copy, or for a file
+// checked by one CRC-32 (all over it), the device's.
+bool Batch::verify_checks(const Op& op, const std::uint32_t* device_crc) {
+  const std::uint64_t end = op.out.size;
   for (const Check& c : op.checks) {
     const std::uint64_t size = c.size == UINT64_MAX ? end - std::min(end, c.at) : c.size;
-    if (c.at + size > end) return false;
-    const std::span<const std::uint8_t> bytes(h + c.at, static_cast<std::size_t>(size));
+    if (c.at > end || size > end - c.at) return false;
+    if (device_crc) {
+      if (c.kind != Check::crc32 || c.at != 0 || size != end || *device_crc != c.want) return false;
+      continue;
+    }
+    const std::span<const std::uint8_t> bytes(op.out.host + c.at, static_cast<std::size_t>(size));
     bool holds = false;
     switch (c.kind) {
       case Check::crc32: holds = zip::crc32(bytes) == c.want; break;
@@ -604,6 +625,104 @@ bool Batch::verify(Op& op, const std::vector<gpu::ScanDecodeJob>& inflates,
     if (!holds) return false;
   }
   return true;
+}
+
+// The first bytes of every good output, on the host.
+Status Batch::fetch_heads(const std::vector<Op*>& ops, const std::vector<char>& good) {
+  if (dev_.emulated()) {
+    for (std::size_t i = 0; i < ops.size(); ++i) {
+      if (good[i]) ops[i]->out.head = ops[i]->out.dev;
+    }
+    return {};
+  }
+  std::vector<gpu::ScanCopyJob> jobs;
+  std::vector<std::size_t> which;
+  for (std::size_t i = 0; i < ops.size(); ++i) {
+    if (good[i] && ops[i]->out.size) which.push_back(i);
+  }
+  if (which.empty()) return {};
+  std::uint8_t* d = nullptr;
+  if (Status s = alloc(which.size() * kHeadBytes, &d); !s) return s;
+  for (std::size_t k = 0; k < which.size(); ++k) {
+    gpu::ScanCopyJob j;
+    j.item.src = ops[which[k]]->out.dev;
+    j.item.dst = d + k * kHeadBytes;
+    j.item.size = std::min<std::uint64_t>(ops[which[k]]->out.size, kHeadBytes);
+    jobs.push_back(j);
+  }
+  if (Status s = dev_.copy(jobs); !s) return s;
+  std::vector<std::uint8_t>& heads = keep();
+  heads.resize(which.size() * kHeadBytes);
+  if (Status s = dev_.download(heads.data(), d, heads.size()); !s) return s;
+  stats_.device_to_host_bytes += heads.size();
+  for (std::size_t k = 0; k < which.size(); ++k) ops[which[k]]->out.head = heads.data() + k * kHeadBytes;
+  return {};
+}
+
+// Whole copies of the outputs marked, on the host; the others keep none.
+Status Batch::fetch_whole(const std::vector<Op*>& ops, const std::vector<char>& whole) {
+  std::uint64_t total = 0;
+  for (std::size_t i = 0; i < ops.size(); ++i) {
+    if (whole[i]) total += ops[i]->out.size;
+  }
+  std::vector<gpu::ScanTransfer> transfers;
+  std::uint8_t* host = nullptr;
+  if (!dev_.emulated() && total) {
+    std::vector<std::uint8_t>& v = keep();
+    v.resize(static_cast<std::size_t>(total));
+    host = v.data();
+  }
+  std::uint64_t at = 0;
+  for (std::size_t i = 0; i < ops.size(); ++i) {
+    Op& op = *ops[i];
+    if (op.on_cpu) continue;
+    if (!whole[i]) {
+      op.out.host = nullptr;
+      continue;
+    }
+    if (dev_.emulated()) {
+      op.out.host = op.out.head = op.out.dev;
+      continue;
+    }
+    transfers.push_back({host + at, op.out.dev, static_cast<std::size_t>(op.out.size)});
+    op.out.host = op.out.head = host + at;
+    at += op.out.size;
+  }
+  stats_.device_to_host_bytes += at;
+  return dev_.download_many(transfers);
+}
+
+// The CRC-32 of every good output that stays on the device and has one to
+// check: the device's pieces, joined here.
+Status Batch::device_crcs(const std::vector<Op*>& ops, const std::vector<char>& good, const std::vector<char>& whole,
+                          std::vector<std::uint32_t>* crcs) {
+  std::vector<gpu::ScanCrcPiece> pieces;
+  std::vector<std::pair<std::size_t, std::size_t>> range(ops.size(), {0, 0});
+  for (std::size_t i = 0; i < ops.size(); ++i) {
+    const Op& op = *ops[i];
+    if (!good[i] || whole[i] || op.checks.empty()) continue;
+    range[i].first = pieces.size();
+    for (std::uint64_t at = 0; at < op.out.size; at += gpu::kScanCrcPiece) {
+      gpu::ScanCrcPiece p;
+      p.data = op.out.dev + at;
+      p.size = static_cast<std::uint32_t>(std::min<std::uint64_t>(gpu::kScanCrcPiece, op.out.size - at));
+      pieces.push_back(p);
+    }
+    range[i].second = pieces.size();
+  }
+  if (pieces.empty()) return {};
+  ++stats_.dispatches;
+  if (Status s = dev_.crc32(pieces); !s) return s;
+  static const uLong join_piece = crc32_combine_gen(static_cast<z_off_t>(gpu::kScanCrcPiece));
+  for (std::size_t i = 0; i < ops.size(); ++i) {
+    uLong crc = 0;  // the CRC-32 of nothing
+    for (std::size_t k = range[i].first; k < range[i].second; ++k) {
+      crc = pieces[k].size == gpu::kScanCrcPiece ? crc32_combine_op(crc, pieces[k].crc, join_piece)
+                                                 : crc32_combine(crc, pieces[k].crc, static_cast<z_off_t>(pieces[k].size));
+    }
+    (*crcs)[i] = static_cast<std::uint32_t>(crc);
+  }
+  return {};
 }
 
 // The op's whole input through the CPU decoder, up to its cap; the bytes

@@ -27,6 +27,16 @@ __global__ void scan_copy_kernel(const ScanCopyItem* items, std::size_t n, ScanC
   }
 }
 
+__global__ void scan_crc_kernel(ScanCrcPiece* pieces, std::size_t n) {
+  __shared__ std::uint32_t table[256];
+  for (unsigned i = threadIdx.x; i < 256; i += blockDim.x) table[i] = scan_crc32_table_entry(i);
+  __syncthreads();
+  for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
+    pieces[i].crc = scan_crc32(table, pieces[i].data, pieces[i].size);
+  }
+}
+
 // Host arrays laid out back to back for one upload, and the device copy.
 class Staging {
  public:
@@ -75,6 +85,30 @@ class CudaScanDevice final : public ScanDevice {
     if (!bytes) return {};
     TANDEM_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, stream_), "scan download");
     TANDEM_CUDA_CHECK(cudaStreamSynchronize(stream_), "scan download");
+    return {};
+  }
+
+  Status download_many(std::span<const ScanTransfer> transfers) override {
+    for (const ScanTransfer& t : transfers) {
+      if (!t.bytes) continue;
+      TANDEM_CUDA_CHECK(cudaMemcpyAsync(t.dst, t.src, t.bytes, cudaMemcpyDeviceToHost, stream_), "scan download");
+    }
+    TANDEM_CUDA_CHECK(cudaStreamSynchronize(stream_), "scan download");
+    return {};
+  }
+
+  Status crc32(std::span<ScanCrcPiece> pieces) override {
+    const std::size_t n = pieces.size();
+    if (!n) return {};
+    Staging st;
+    const std::size_t a = st.put(pieces.data(), n);
+    std::uint8_t* d = nullptr;
+    if (Status s = stage(st, &d); !s) return s;
+    const unsigned grid = static_cast<unsigned>(std::min<std::size_t>((n + 127) / 128, 1u << 16));
+    scan_crc_kernel<<<grid, 128, 0, stream_>>>(reinterpret_cast<ScanCrcPiece*>(d + a), n);
+    if (Status s = launch_status(); !s) return s;
+    if (Status s = fetch(st, d, a); !s) return s;
+    std::memcpy(pieces.data(), st.bytes().data() + a, n * sizeof(ScanCrcPiece));
     return {};
   }
 

@@ -40,6 +40,13 @@ struct ScanCopyJob {
   ScanCopyStatus status = ScanCopyStatus::ok;
 };
 
+// One copy of a download_many.
+struct ScanTransfer {
+  void* dst = nullptr;        // host
+  const void* src = nullptr;  // device
+  std::size_t bytes = 0;
+};
+
 class ScanDevice {
  public:
   virtual ~ScanDevice() = default;
@@ -50,9 +57,13 @@ class ScanDevice {
   // Ordered on the device's stream; upload returns once `src` may be reused.
   virtual Status upload(void* dst, const void* src, std::size_t bytes) = 0;
   virtual Status download(void* dst, const void* src, std::size_t bytes) = 0;
+  // Every transfer, then one wait.
+  virtual Status download_many(std::span<const ScanTransfer> transfers) = 0;
   virtual Status inflate(std::span<ScanDecodeJob> jobs) = 0;
   virtual Status lz4(std::span<ScanDecodeJob> jobs) = 0;
   virtual Status copy(std::span<ScanCopyJob> jobs) = 0;
+  // One dispatch: the CRC-32 of every piece.
+  virtual Status crc32(std::span<ScanCrcPiece> pieces) = 0;
 };
 
 // The emulation, its CPU work spread over `threads` threads (0: all).

@@ -70,4 +70,30 @@ TANDEM_HD void scan_copy_part(const ScanCopyItem& item, std::uint64_t first, std
   for (std::uint64_t i = first; i < n; i += step) d[i] = s[i];
 }
 
+// CRC-32 (the gzip and ZIP polynomial, reflected 0xEDB88320) of pieces of
+// the decoded bytes, so that files checked against a CRC need not come back
+// to the host: the host joins the pieces' CRCs (zlib's crc32_combine_op).
+inline constexpr std::uint32_t kScanCrcPiece = 16u << 10;
+
+struct ScanCrcPiece {
+  const std::uint8_t* data = nullptr;  // device; size bytes
+  std::uint32_t size = 0;              // at most kScanCrcPiece
+  std::uint32_t crc = 0;               // written by the dispatch
+};
+
+// Entry i of the byte-at-a-time table.
+TANDEM_HD std::uint32_t scan_crc32_table_entry(std::uint32_t i) {
+  std::uint32_t c = i;
+  for (int k = 0; k < 8; ++k) c = (c & 1) ? 0xEDB88320u ^ (c >> 1) : c >> 1;
+  return c;
+}
+
+// The CRC-32 of n bytes at p (initial value and final xor 0xFFFFFFFF, as
+// zlib's crc32(0, p, n)), with the 256-entry table.
+TANDEM_HD std::uint32_t scan_crc32(const std::uint32_t* table, const std::uint8_t* p, std::uint32_t n) {
+  std::uint32_t c = 0xFFFFFFFFu;
+  for (std::uint32_t i = 0; i < n; ++i) c = table[(c ^ p[i]) & 0xFFu] ^ (c >> 8);
+  return ~c;
+}
+
 }  // namespace tandem::gpu

@@ -2,6 +2,7 @@
 // memory, memcpy for transfers, and the kernels' own bodies for the
 // dispatches (inflate_emulated's warp form, the LZ4 decoder's emulation,
 // scan_gpu_body.hpp), spread over the thread pool one job at a time.
+#include <array>
 #include <cstdlib>
 #include <cstring>
 
@@ -33,6 +34,25 @@ class EmulatedScanDevice final : public ScanDevice {
   }
   Status download(void* dst, const void* src, std::size_t bytes) override {
     if (bytes) std::memcpy(dst, src, bytes);
+    return {};
+  }
+
+  Status download_many(std::span<const ScanTransfer> transfers) override {
+    for (const ScanTransfer& t : transfers) {
+      if (t.bytes) std::memcpy(t.dst, t.src, t.bytes);
+    }
+    return {};
+  }
+
+  Status crc32(std::span<ScanCrcPiece> pieces) override {
+    static const std::array<std::uint32_t, 256> table = [] {
+      std::array<std::uint32_t, 256> t{};
+      for (std::uint32_t i = 0; i < 256; ++i) t[i] = scan_crc32_table_entry(i);
+      return t;
+    }();
+    detail::parallel_for(pieces.size(), threads_, [&](std::size_t i) {
+      pieces[i].crc = scan_crc32(table.data(), pieces[i].data, pieces[i].size);
+    });
     return {};
   }
 

@@ -248,6 +248,25 @@ TEST(Scan, ZstdFramesConcatenatedCorruptedAndBombs) {
   EXPECT_NE(r.entries[0].status.to_string().find("ratio"), std::string::npos) << r.entries[0].status.to_string();
 }
 
+// Regression: a frame whose content is a whole number of libzstd's stream
+// output buffers (128 KiB) was "cut short": its last call filled the buffer
+// and said 0, and one more call started a frame that was not there.
+TEST(Scan, ZstdContentOfWholeOutputBuffers) {
+  for (const std::size_t n : {std::size_t{128} << 10, std::size_t{512} << 10, std::size_t{1} << 20}) {
+    const Bytes ones(n, 9), text = test::text_like_bytes(n, 13);
+    for (const Bytes* content : {&ones, &text}) {
+      const Bytes frame = zstd(*content, 1, true);
+      ScanLimits l;
+      l.max_ratio = 1u << 20;
+      ScanResult r;
+      ASSERT_STATUS(scan({frame.data(), frame.size()}, "x.zst", l, &r), StatusCode::ok);
+      ASSERT_EQ(r.entries.size(), 1u);
+      EXPECT_TRUE(r.entries[0].status.ok()) << n << ": " << r.entries[0].status.to_string();
+      EXPECT_EQ(r.bytes, *content);
+    }
+  }
+}
+
 TEST(Scan, ManyArchivesOnSeveralThreadsEqualOneByOne) {
   std::vector<Bytes> archives;
   archives.push_back(gzip(test::text_like_bytes(40000, 10)));

@@ -5,8 +5,11 @@
 // tests/gpu/scan_gpu_test.cpp (the device).
 #pragma once
 
+#include <xxhash.h>
+#include <zlib.h>
 #include <zstd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <filesystem>
 #include <string>
@@ -38,7 +41,56 @@ inline Bytes zstd(const Bytes& in, int level = 3, bool checksum = false, bool co
   return out;
 }
 
-inline Bytes gzip(const Bytes& in, int level = 1) {
+// A zstd frame of raw and RLE blocks only (64 KiB each: RLE where a block
+// is one byte repeated), with a content size and optionally a checksum: what
+// the GPU decodes whole, where libzstd's frames of such content may still
+// hold a compressed block.
+inline Bytes zstd_raw_rle(const Bytes& content, bool checksum) {
+  Bytes f = {0x28, 0xB5, 0x2F, 0xFD, static_cast<std::uint8_t>(0xA0 | (checksum ? 0x04 : 0))};
+  for (int i = 0; i < 4; ++i) f.push_back(static_cast<std::uint8_t>(content.size() >> (8 * i)));
+  constexpr std::size_t kBlock = 64u << 10;
+  std::size_t at = 0;
+  do {
+    const std::size_t n = std::min(kBlock, content.size() - at);
+    const bool rle = n > 0 && std::all_of(content.begin() + static_cast<std::ptrdiff_t>(at),
+                                          content.begin() + static_cast<std::ptrdiff_t>(at + n),
+                                          [&](std::uint8_t b) { return b == content[at]; });
+    const std::uint32_t h = (at + n == content.size() ? 1u : 0u) | (rle ? 1u : 0u) << 1 | static_cast<std::uint32_t>(n) << 3;
+    f.push_back(static_cast<std::uint8_t>(h));
+    f.push_back(static_cast<std::uint8_t>(h >> 8));
+    f.push_back(static_cast<std::uint8_t>(h >> 16));
+    if (rle) {
+      f.push_back(content[at]);
+    } else {
+      f.insert(f.end(), content.begin() + static_cast<std::ptrdiff_t>(at),
+               content.begin() + static_cast<std::ptrdiff_t>(at + n));
+    }
+    at += n;
+  } while (at < content.size());
+  if (checksum) {
+    const std::uint32_t sum = static_cast<std::uint32_t>(XXH64(content.data(), content.size(), 0));
+    for (int i = 0; i < 4; ++i) f.push_back(static_cast<std::uint8_t>(sum >> (8 * i)));
+  }
+  return f;
+}
+
+// gzip as the gzip tool and zlib write it (one member, no extra field).
+inline Bytes gzip(const Bytes& in, int level = 6) {
+  z_stream z{};
+  EXPECT_EQ(deflateInit2(&z, level, Z_DEFLATED, 31, 8, Z_DEFAULT_STRATEGY), Z_OK);
+  Bytes out(deflateBound(&z, static_cast<uLong>(in.size())) + 32);
+  z.next_in = const_cast<Bytes::value_type*>(in.data());
+  z.avail_in = static_cast<uInt>(in.size());
+  z.next_out = out.data();
+  z.avail_out = static_cast<uInt>(out.size());
+  EXPECT_EQ(deflate(&z, Z_FINISH), Z_STREAM_END);
+  out.resize(z.total_out);
+  deflateEnd(&z);
+  return out;
+}
+
+// gzip as tandem writes it (a chunk index in the header for larger inputs).
+inline Bytes gzip_indexed(const Bytes& in, int level = 1) {
   DeflateOptions o;
   o.container = DeflateContainer::gzip;
   o.level = level;
@@ -114,6 +166,8 @@ inline std::vector<Case> all_cases() {
   // gzip: one member, two members, lying and corrupted trailers, cut.
   const Bytes gz = gzip(text);
   c.push_back({"text.gz", gz});
+  c.push_back({"indexed.gz", gzip_indexed(text)});
+  c.push_back({"big.gz", gzip(cat(rnd, cat(text, rnd)), 1)});
   c.push_back({"two.gz", cat(gzip(small), gzip(mixed))});
   for (int field = 0; field < 2; ++field) {
     Bytes lie = gz;
@@ -134,6 +188,11 @@ inline std::vector<Case> all_cases() {
   c.push_back({"raw.zst", zstd(rnd, 1, true)});
   c.push_back({"rle.zst", zstd(Bytes(600000, 0x61), 1, true)});
   c.push_back({"rawrle.zst", cat(zstd(rnd, 1, true, false), zstd(Bytes(300000, 7), 3, false))});
+  const Bytes runs = cat(cat(Bytes(200000, 7), test::random_bytes(70000, 26)), Bytes(140000, 0));
+  c.push_back({"known.zst", cat(zstd_raw_rle(runs, true), zstd_raw_rle(small, false))});
+  Bytes known_bad = zstd_raw_rle(runs, true);
+  known_bad[known_bad.size() - 5] ^= 0x08;  // raw content: only the checksum sees it
+  c.push_back({"knownbad.zst", known_bad});
   Bytes skip = zstd(small, 1);
   const Bytes skippable = {0x50, 0x2A, 0x4D, 0x18, 3, 0, 0, 0, 'x', 'y', 'z'};
   skip = cat(cat(skip, skippable), zstd(rnd, 1, true));
