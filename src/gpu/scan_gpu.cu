@@ -200,10 +200,30 @@ class CudaScanDevice final : public ScanDevice {
   }
 
   Status copy(std::span<ScanCopyJob> jobs) override {
-    const std::size_t n = jobs.size();
-    if (!n) return {};
-    std::vector<ScanCopyItem> items(n);
-    for (std::size_t i = 0; i < n; ++i) items[i] = jobs[i].item;
+    if (jobs.empty()) return {};
+    // A thread block per item, so large items go in pieces of kCopyPiece
+    // bytes (whose statuses are the item's: they depend on its pointers and
+    // mode only).
+    constexpr std::uint64_t kCopyPiece = 1u << 20;
+    std::vector<ScanCopyItem> items;
+    std::vector<std::size_t> first(jobs.size() + 1);
+    for (std::size_t i = 0; i < jobs.size(); ++i) {
+      first[i] = items.size();
+      const ScanCopyItem& it = jobs[i].item;
+      if (it.size <= kCopyPiece || scan_copy_status(it) != ScanCopyStatus::ok) {
+        items.push_back(it);
+        continue;
+      }
+      for (std::uint64_t at = 0; at < it.size; at += kCopyPiece) {
+        ScanCopyItem piece = it;
+        piece.dst = it.dst + at;
+        if (it.mode == ScanCopyMode::copy) piece.src = it.src + at;
+        piece.size = std::min(kCopyPiece, it.size - at);
+        items.push_back(piece);
+      }
+    }
+    first[jobs.size()] = items.size();
+    const std::size_t n = items.size();
     Staging st;
     const std::size_t a_items = st.put(items.data(), n);
     const std::size_t a_status = st.reserve(n * sizeof(ScanCopyStatus));
@@ -214,8 +234,8 @@ class CudaScanDevice final : public ScanDevice {
                                                  reinterpret_cast<ScanCopyStatus*>(d + a_status));
     if (Status s = launch_status(); !s) return s;
     if (Status s = fetch(st, d, a_status); !s) return s;
-    for (std::size_t i = 0; i < n; ++i) {
-      std::memcpy(&jobs[i].status, st.bytes().data() + a_status + i * sizeof(ScanCopyStatus),
+    for (std::size_t i = 0; i < jobs.size(); ++i) {
+      std::memcpy(&jobs[i].status, st.bytes().data() + a_status + first[i] * sizeof(ScanCopyStatus),
                   sizeof(ScanCopyStatus));
     }
     return {};
