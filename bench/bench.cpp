@@ -47,6 +47,7 @@
 #include "bench/deflate_gpu_bench.hpp"
 #include "bench/inflate_bench.hpp"
 #include "bench/lzr_bench.hpp"
+#include "bench/scan_bench.hpp"
 #include "bench/rans_bench.hpp"
 #include "tandem/tandem.hpp"
 
@@ -580,6 +581,7 @@ int run(const BenchConfig& config) {
   try {
     if (config.codec == "rans") return run_rans_bench(config);
     if (config.codec == "lzr") return run_lzr_bench(config);
+    if (config.codec == "scan") return run_scan_bench(config);
     if (config.codec == "deflate") return run_deflate(config);
     return config.hybrid ? run_hybrid(config) : run_checked(config);
   } catch (const std::bad_alloc&) {

@@ -410,9 +410,10 @@ CommandLine parse_command_line(int argc, char** argv) {
       ->required();
   bench_cmd->add_option("--codec", bench.codec,
                         "Codec: lz4 (the default); rans (tandem's rANS format); deflate (GPU deflate and inflate); lzr "
-                        "(tandem's LZ77 + rANS format, against zstd -1 and -3)")
+                        "(tandem's LZ77 + rANS format, against zstd -1 and -3); scan (the archive scanner on FILES and DIRS "
+                        "of archives, CPU threads against the GPU batch)")
       ->type_name("NAME")
-      ->check(silent(CLI::IsMember({"lz4", "rans", "deflate", "lzr"})));
+      ->check(silent(CLI::IsMember({"lz4", "rans", "deflate", "lzr", "scan"})));
   bench_cmd->add_option("--backend", bench.backend, "Where tandem runs: cpu, gpu or auto (default)")
       ->type_name("cpu|gpu|auto")
       ->check(silent(CLI::IsMember(kBackends)));
