@@ -144,8 +144,10 @@ Status decode(std::span<const std::uint8_t> in, std::span<std::uint8_t> out, std
   // the chunk count is bounded by the input's size.
   std::vector<std::uint64_t> offsets(h.chunk_count);
   std::uint32_t freq[256];
+  std::uint32_t head_words[body::kStageWords];
+  alignas(4) std::uint8_t parse_scratch[body::kParseScratchBytes];
   const Warp w;
-  e = body::prepare_stream(w, in.data(), in.size(), out.size(), &h, freq, offsets.data());
+  e = body::prepare_stream(w, in.data(), in.size(), out.size(), &h, freq, head_words, parse_scratch, offsets.data());
   if (e != Error::ok) return fail(e, error);
   if (h.length == 0) return {};
 

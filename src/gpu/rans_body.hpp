@@ -261,48 +261,176 @@ TANDEM_HD void write_table(const Warp& w, const std::uint32_t* freq, std::uint32
   });
 }
 
-// Reads the table t[0, tb) (tb >= kTableHeadBytes) into freq. Each code is
-// read from the 32 bits at its first bit (a code has at most 25), so a code
-// waits only on the position where the one before it ended.
-TANDEM_HD Error parse_table(const std::uint8_t* t, std::uint32_t tb, std::uint32_t scale_bits, std::uint32_t* freq) {
-  const std::uint32_t k = t[0];
-  if (k > rans::kMaxCodeOrder) return Error::bad_table;
-  const std::uint8_t* bytes = t + rans::kTableHeadBytes;
-  const std::uint32_t nbytes = tb - static_cast<std::uint32_t>(rans::kTableHeadBytes);
-  const std::uint32_t nbits = 8 * nbytes;
-  // Bits [pos, pos + 32) of the codes, zeros past their end.
-  const auto window = [&](std::uint32_t pos) {
-    const std::uint32_t at = pos / 8;
-    std::uint64_t v = 0;
-    for (std::uint32_t i = 0; i < 5; ++i) {
-      if (at + i < nbytes) v |= static_cast<std::uint64_t>(bytes[at + i]) << (8 * i);
+// A stream's head as parse_codes reads it: its first bytes (at most
+// kStagedBytes: the header and the largest table) as little-endian 4-byte
+// words, then zero words (a read of 32 bits at any bit of the head takes the
+// word after its own). kStageWords words in all.
+inline constexpr std::uint32_t kStagedBytes = static_cast<std::uint32_t>(rans::kHeaderBytes + rans::kMaxTableBytes);
+inline constexpr std::uint32_t kStageWords = (kStagedBytes + 3) / 4 + 1;
+
+// The warp copies in[0, min(n, kStagedBytes)) into words as above, each lane
+// its own words, all its loads issued before any is used (a byte at a time:
+// nothing outside in[0, n) is read). The caller syncs the warp before
+// anyone reads them.
+TANDEM_HD void stage_head(const Warp& w, const std::uint8_t* in, std::size_t n, std::uint32_t* words) {
+  const std::uint32_t len = n < kStagedBytes ? static_cast<std::uint32_t>(n) : kStagedBytes;
+  constexpr std::uint32_t kRounds = (kStageWords + simt::kWarpSize - 1) / simt::kWarpSize;
+  w.each([&](int l) {
+    std::uint8_t b[kRounds][4];
+    TANDEM_UNROLL
+    for (std::uint32_t r = 0; r < kRounds; ++r) {
+      TANDEM_UNROLL
+      for (std::uint32_t i = 0; i < 4; ++i) {
+        const std::uint32_t at = 4 * (static_cast<std::uint32_t>(l) + simt::kWarpSize * r) + i;
+        b[r][i] = at < len ? in[at] : std::uint8_t{0};
+      }
     }
-    return static_cast<std::uint32_t>(v >> (pos % 8));
+    TANDEM_UNROLL
+    for (std::uint32_t r = 0; r < kRounds; ++r) {
+      const std::uint32_t j = static_cast<std::uint32_t>(l) + simt::kWarpSize * r;
+      if (j < kStageWords) {
+        words[j] = b[r][0] | std::uint32_t{b[r][1]} << 8 | std::uint32_t{b[r][2]} << 16 | std::uint32_t{b[r][3]} << 24;
+      }
+    }
+  });
+}
+
+// The staged bytes as a byte array.
+TANDEM_HD const std::uint8_t* staged_bytes(const std::uint32_t* words) {
+  return reinterpret_cast<const std::uint8_t*>(words);
+}
+
+// Scratch of parse_codes: three times a byte per bit of the largest
+// table's codes and one more (the length of one, two and four codes in a
+// row that would start there), then each code's first bit and each code's
+// symbol.
+inline constexpr std::uint32_t kCodeBits = 8 * static_cast<std::uint32_t>(rans::kMaxTableBytes - rans::kTableHeadBytes);
+inline constexpr std::uint32_t kLengthBytes = (kCodeBits + 1 + 3) / 4 * 4;
+inline constexpr std::uint32_t kParseScratchBytes = 3 * kLengthBytes + kSymbols * 2 + kSymbols;
+
+// Reads the table of tb bytes (kTableHeadBytes <= tb <= kMaxTableBytes) that
+// starts at byte kHeaderBytes of the head staged in words, into freq, the
+// warp together. scratch: kParseScratchBytes, 4-aligned. freq and scratch
+// are in memory the warp shares.
+//
+// A code's place depends on every code before it; its length depends only
+// on the bits where it starts. So the lanes first take, for every bit of
+// the codes, the length of a code starting there (0 where none could: more
+// than 12 + k bits, or past the table's end), and of two and four codes in
+// a row, all at once; then the chain of code starts is one load and one
+// add every four codes (every lane walks it, the same loads); then each
+// lane reads the frequencies of every 32nd code. A malformed table gives bad_table,
+// as a code-by-code reading would.
+TANDEM_HD Error parse_codes(const Warp& w, const std::uint32_t* words, std::uint32_t tb, std::uint32_t scale_bits,
+                            std::uint8_t* scratch, std::uint32_t* freq) {
+  // Bits [pos, pos + 32) of the head.
+  const auto window = [&](std::uint32_t pos) {
+    const std::uint64_t pair = (static_cast<std::uint64_t>(words[pos / 32 + 1]) << 32) | words[pos / 32];
+    return static_cast<std::uint32_t>(pair >> (pos % 32));
   };
-  const std::uint32_t total = 1u << scale_bits;
-  std::uint32_t sum = 0;
-  std::uint32_t pos = 0;  // the next code's first bit
-  for (int s = 0; s < kSymbols; ++s) {
-    freq[s] = 0;
-    if (!((t[1 + s / 8] >> (s % 8)) & 1u)) continue;
-    // A code: zeros, a one, nb = zeros + k more bits; at most 12 + 1 + 12.
-    const std::uint32_t bits = window(pos);
-    const auto zeros = static_cast<std::uint32_t>(simt::first_set(bits));  // 32 when no one bit
-    if (zeros + k > rans::kMaxScaleBits) return Error::bad_table;
-    const std::uint32_t nb = zeros + k;
-    const std::uint32_t len = zeros + 1 + nb;
-    if (len > nbits - pos) return Error::bad_table;
-    const std::uint32_t u = (1u << nb) | ((bits >> (zeros + 1)) & ((1u << nb) - 1u));
-    pos += len;
-    const std::uint32_t f = u - (1u << k) + 1;
-    if (f > total - sum) return Error::bad_table;
-    sum += f;
-    freq[s] = f;
+  constexpr std::uint32_t kTableAt = 8 * static_cast<std::uint32_t>(rans::kHeaderBytes);
+  constexpr std::uint32_t kCodesAt = kTableAt + 8 * static_cast<std::uint32_t>(rans::kTableHeadBytes);
+  const std::uint32_t k = window(kTableAt) & 0xFFu;
+  if (k > rans::kMaxCodeOrder) return Error::bad_table;
+  const std::uint32_t end = kTableAt + 8 * tb;  // the codes are bits [kCodesAt, end)
+  const std::uint32_t span = end - kCodesAt;
+  // [bit - kCodesAt] for bits [kCodesAt, end]; end itself holds 0.
+  std::uint8_t* const one = scratch;
+  std::uint8_t* const two = scratch + kLengthBytes;
+  std::uint8_t* const four = scratch + 2 * kLengthBytes;
+  auto* const starts = reinterpret_cast<std::uint16_t*>(scratch + 3 * kLengthBytes);
+  std::uint8_t* const symbols = scratch + 3 * kLengthBytes + 2 * kSymbols;
+  w.each([&](int l) {
+    for (std::uint32_t at = static_cast<std::uint32_t>(l); at <= span; at += simt::kWarpSize) {
+      // A code: zeros, a one, zeros + k more bits; at most 12 + 1 + 12.
+      const auto zeros = static_cast<std::uint32_t>(simt::first_set(window(kCodesAt + at)));  // 32 when no one bit
+      const std::uint32_t len = 2 * zeros + 1 + k;
+      one[at] = static_cast<std::uint8_t>(zeros + k > rans::kMaxScaleBits || len > span - at ? 0u : len);
+    }
+  });
+  // n codes in a row from two runs of n / 2: a length is 0 when either is.
+  const auto join = [&](const std::uint8_t* half, std::uint8_t* whole) {
+    w.sync();
+    w.each([&](int l) {
+      for (std::uint32_t at = static_cast<std::uint32_t>(l); at <= span; at += simt::kWarpSize) {
+        const std::uint32_t first = half[at];
+        const std::uint32_t second = first ? half[at + first] : 0u;  // at + first <= span
+        whole[at] = static_cast<std::uint8_t>(second ? first + second : 0u);
+      }
+    });
+  };
+  join(one, two);
+  join(two, four);
+  // The present symbols in order: lane l's (8l .. 8l + 7) after those of
+  // the lanes before it.
+  const Lanes<std::uint32_t> mine = w.map([&](int l) {
+    return (window(kTableAt + 8 + 8 * static_cast<std::uint32_t>(l)) & 0xFFu);
+  });
+  const Lanes<std::uint32_t> rank = w.exclusive_sum(w.map([&](int l) {
+    return static_cast<std::uint32_t>(simt::popcount(mine[l]));
+  }));
+  const std::uint32_t present = w.sum(w.map([&](int l) { return static_cast<std::uint32_t>(simt::popcount(mine[l])); }));
+  w.each([&](int l) {
+    std::uint32_t r = rank[l];
+    for (std::uint32_t m = mine[l]; m; m &= m - 1) {
+      symbols[r++] = static_cast<std::uint8_t>(8 * l + simt::first_set(m));
+    }
+    for (int j = 0; j < kSymbolsPerLane; ++j) freq[l * kSymbolsPerLane + j] = 0;
+  });
+  w.sync();
+  // The chain of codes: one per present symbol, each valid; four a step.
+  std::uint32_t at = 0;  // bits from kCodesAt; at most span
+  std::uint32_t i = 0;
+  for (; i + 4 <= present; i += 4) {
+    const std::uint32_t len = four[at];
+    if (len == 0) return Error::bad_table;  // also: the table ends first
+    const std::uint32_t second = at + one[at], third = at + two[at];
+    const std::uint32_t fourth = third + one[third];
+    w.each([&](int) {  // the same values from every lane
+      starts[i] = static_cast<std::uint16_t>(at);
+      starts[i + 1] = static_cast<std::uint16_t>(second);
+      starts[i + 2] = static_cast<std::uint16_t>(third);
+      starts[i + 3] = static_cast<std::uint16_t>(fourth);
+    });
+    at += len;
   }
-  if (sum != total) return Error::bad_table;  // also: no symbol present
-  // The table ends in the byte that holds its last bit, padded with zeros.
-  if (nbits - pos >= 8 || (pos % 8 != 0 && (bytes[pos / 8] >> (pos % 8)) != 0)) return Error::bad_table;
+  for (; i < present; ++i) {
+    const std::uint32_t len = one[at];
+    if (len == 0) return Error::bad_table;
+    w.each([&](int) { starts[i] = static_cast<std::uint16_t>(at); });
+    at += len;
+  }
+  const std::uint32_t pos = kCodesAt + at;
+  // At least one symbol; the table ends in the byte that holds its last
+  // bit, padded with zeros.
+  if (present == 0 || end - pos >= 8 || (window(pos) & ((1u << (end - pos)) - 1u)) != 0) return Error::bad_table;
+  w.sync();
+  const Lanes<std::uint32_t> sums = w.map([&](int l) {
+    std::uint32_t sum = 0;
+    for (std::uint32_t i = static_cast<std::uint32_t>(l); i < present; i += simt::kWarpSize) {
+      const std::uint32_t bits = window(kCodesAt + starts[i]);
+      const auto zeros = static_cast<std::uint32_t>(simt::first_set(bits));
+      const std::uint32_t nb = zeros + k;  // at most 12: the code is valid
+      const std::uint32_t f = ((bits >> (zeros + 1)) & ((1u << nb) - 1u)) + (1u << nb) - (1u << k) + 1;
+      freq[symbols[i]] = f;
+      sum += f;
+    }
+    return sum;
+  });
+  if (w.sum(sums) != 1u << scale_bits) return Error::bad_table;  // at most 256 * 2^13: no overflow
   return Error::ok;
+}
+
+// Reads the table t[0, tb) (kTableHeadBytes <= tb <= kMaxTableBytes) into
+// freq, on the host.
+inline Error parse_table(const std::uint8_t* t, std::uint32_t tb, std::uint32_t scale_bits, std::uint32_t* freq) {
+  std::uint8_t head[kStagedBytes] = {};
+  for (std::uint32_t i = 0; i < tb; ++i) head[rans::kHeaderBytes + i] = t[i];
+  std::uint32_t words[kStageWords];
+  alignas(4) std::uint8_t scratch[kParseScratchBytes];
+  const Warp w;
+  stage_head(w, head, rans::kHeaderBytes + tb, words);
+  return parse_codes(w, words, tb, scale_bits, scratch, freq);
 }
 
 // ---------------------------------------------------- normalisation ----
@@ -1058,16 +1186,21 @@ TANDEM_HD Error read_directory(const Warp& w, const std::uint8_t* in, std::size_
 }
 
 // A whole stream's checks before its chunks decode: header, output
-// capacity, table (into freq, 256 entries) and directory (into offsets,
-// chunk_count entries, which the caller sizes from the header: parse it
-// first, or bound it by the capacity).
+// capacity, table (into freq, 256 entries; the header and the table are
+// read through head_words, kStageWords, with scratch, kParseScratchBytes;
+// all three in memory the warp shares) and
+// directory (into offsets, chunk_count entries, which the caller sizes from
+// the header: parse it first, or bound it by the capacity).
 TANDEM_HD Error prepare_stream(const Warp& w, const std::uint8_t* in, std::size_t n, std::size_t capacity,
-                               Header* h, std::uint32_t* freq, std::uint64_t* offsets) {
-  Error e = parse_header(in, n, h);
+                               Header* h, std::uint32_t* freq, std::uint32_t* head_words, std::uint8_t* scratch,
+                               std::uint64_t* offsets) {
+  stage_head(w, in, n, head_words);
+  w.sync();
+  Error e = parse_header(staged_bytes(head_words), n, h);
   if (e != Error::ok) return e;
   if (h->length > capacity) return Error::output_too_small;
   if (h->length == 0) return Error::ok;
-  e = parse_table(in + rans::kHeaderBytes, h->table_bytes, h->scale_bits, freq);
+  e = parse_codes(w, head_words, h->table_bytes, h->scale_bits, scratch, freq);
   if (e != Error::ok) return e;
   return read_directory(w, in, n, *h, offsets);
 }

@@ -2,9 +2,9 @@
 // caller's stream, in the caller's temporary storage.
 //
 // Compression, per batch:
-//   setup      a thread per item: checks it, counts its histogram tiles and
-//              chunk groups; two device scans turn the counts into the
-//              work lists the next kernels walk
+//   setup      one thread block, a thread per item: checks it, counts its
+//              histogram tiles and chunk groups, and the counts' prefix
+//              sums: the work lists the next kernels walk
 //   histogram  thread blocks over (item, 64 KiB tile): shared-memory counts
 //              in a column per lane, added to the item's 256 counters
 //   table      a warp per item: normalised frequencies, the header and the
@@ -24,6 +24,7 @@
 //   prepare    a warp per item: the whole stream checked (header, capacity,
 //              table, directory: rans_body.hpp's prepare_stream), payload
 //              offsets and the cumulative table to scratch, chunk groups counted
+//   units      one thread block: the chunk groups' prefix sums (the work list)
 //   decode     thread blocks over (item, group of kDecWarps chunks): the
 //              decoding slots built in shared memory, a warp per chunk, its
 //              words staged through a shared-memory ring
@@ -34,7 +35,7 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <cub/device/device_scan.cuh>
+#include <cub/block/block_scan.cuh>
 
 #include "gpu/gpu_memory.cuh"
 #include "gpu/rans_body.hpp"
@@ -50,6 +51,10 @@ namespace body = ransk;
 constexpr int kWarpThreads = 32;
 constexpr int kItemWarps = 4;  // warps per block of the warp-per-item kernels
 constexpr int kItemThreads = kItemWarps * kWarpThreads;
+// The prepare kernel's blocks are smaller: each warp's table reader takes
+// some 22 KiB of shared memory.
+constexpr int kPrepareWarps = 2;
+constexpr int kPrepareThreads = kPrepareWarps * kWarpThreads;
 constexpr int kHistThreads = 256;
 constexpr std::uint32_t kHistTile = 64 * 1024;
 constexpr int kHistLoads = 4;  // 16-byte loads a histogram thread has in flight
@@ -59,7 +64,10 @@ constexpr int kDecWarps = 4;
 // the registers at 48 a thread; at 56 only nine fit, and a batch of 64 KiB
 // items (a block each) on a 132-SM device would need a second round.
 constexpr int kDecBlocksPerSm = 10;
-constexpr int kCopyBatch = 8;  // words per lane per round of the copy kernel
+#ifndef TANDEM_RANS_COPY_BATCH
+#define TANDEM_RANS_COPY_BATCH 8
+#endif
+constexpr int kCopyBatch = TANDEM_RANS_COPY_BATCH;  // words per lane per round of the copy kernel
 constexpr std::size_t kAlign = 256;
 
 // What the kernels of one call know of an item.
@@ -86,6 +94,34 @@ __device__ std::size_t item_of_unit(const std::uint32_t* prefix, std::size_t n, 
   return lo;
 }
 
+// The work lists' prefix sums are taken by one thread block of
+// kScanThreads, a round of that many items at a time: the lists are short
+// (an entry per item), and a device-wide scan would cost two launches.
+constexpr int kScanThreads = 1024;
+using UnitScan = cub::BlockScan<std::uint32_t, kScanThreads>;
+
+// One round: this thread's count v; writes carry + (the counts of the
+// round's threads before it) to *out (when out is not null); returns the
+// carry for the next round (carry + the round's total).
+__device__ std::uint32_t scan_round(UnitScan::TempStorage& storage, std::uint32_t v, std::uint32_t carry,
+                                    std::uint32_t* out) {
+  std::uint32_t before = 0, total = 0;
+  UnitScan(storage).ExclusiveSum(v, before, total);
+  if (out) *out = carry + before;
+  __syncthreads();  // the storage is used again
+  return carry + total;
+}
+
+// counts[n + 1, 2n + 2) = the exclusive prefix sums of counts[0, n + 1).
+__global__ void __launch_bounds__(kScanThreads) unit_scan_kernel(std::uint32_t* counts, std::size_t n) {
+  __shared__ UnitScan::TempStorage scan_storage;
+  std::uint32_t carry = 0;
+  for (std::size_t first = 0; first < n + 1; first += kScanThreads) {
+    const std::size_t i = first + threadIdx.x;
+    carry = scan_round(scan_storage, i < n + 1 ? counts[i] : 0u, carry, i < n + 1 ? counts + n + 1 + i : nullptr);
+  }
+}
+
 __device__ __forceinline__ std::size_t warp_index() {
   return (static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x) / kWarpThreads;
 }
@@ -100,7 +136,7 @@ std::uint32_t chunks_per_item(std::size_t max_size, std::uint32_t chunk_size) {
 struct CompressLayout {
   std::uint32_t max_chunks = 0;
   std::size_t counts = 0, enc = 0, info = 0, hist_units = 0, chunk_units = 0, meta = 0, offsets = 0, states = 0,
-              words = 0, scan = 0, scan_bytes = 0, total = 0;
+              words = 0, total = 0;
 };
 
 Status compress_layout(std::size_t n, std::size_t max_item_size, const rans::Params& p, CompressLayout* l) {
@@ -109,10 +145,6 @@ Status compress_layout(std::size_t n, std::size_t max_item_size, const rans::Par
   const std::uint32_t cs = p.chunk_kib * 1024;
   l->max_chunks = chunks_per_item(max_item_size, cs);
   const std::size_t slots = n * l->max_chunks;
-  std::size_t scan_bytes = 0;
-  TANDEM_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(nullptr, scan_bytes, static_cast<const std::uint32_t*>(nullptr),
-                                                  static_cast<std::uint32_t*>(nullptr), static_cast<int>(n + 1)),
-                    "cub::DeviceScan::ExclusiveSum (temporary size)");
   TempCarver carve(kAlign);
   const auto take = [&](std::size_t bytes) { return carve.take(bytes); };
   l->counts = take(n * 256 * sizeof(std::uint32_t));
@@ -124,8 +156,6 @@ Status compress_layout(std::size_t n, std::size_t max_item_size, const rans::Par
   l->offsets = take(slots * sizeof(std::uint32_t));
   l->states = take(slots * rans::kMaxLanes * sizeof(std::uint32_t));
   l->words = take(slots * cs * sizeof(std::uint16_t));
-  l->scan_bytes = scan_bytes;
-  l->scan = take(scan_bytes);
   l->total = carve.size();
   return {};
 }
@@ -157,26 +187,37 @@ __device__ std::size_t capacity_of(const CompressArgs& a, std::size_t i) {
   return a.out_caps ? a.out_caps[i] : bound;
 }
 
-__global__ void rans_compress_setup_kernel(CompressArgs a) {
-  const std::size_t i = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (i > a.n) return;
-  if (i == a.n) {
-    a.hist_units[a.n] = 0;
-    a.chunk_units[a.n] = 0;
-    return;
+// One thread block, a thread per item a round: every item's facts and
+// unit counts, and the units' prefix sums (a call's first kernel, in place
+// of a setup kernel and two device-wide scans).
+__global__ void __launch_bounds__(kScanThreads) rans_compress_setup_kernel(CompressArgs a) {
+  __shared__ UnitScan::TempStorage scan_storage;
+  const std::size_t n1 = a.n + 1;
+  std::uint32_t hist_carry = 0, chunk_carry = 0;
+  for (std::size_t first = 0; first < n1; first += kScanThreads) {
+    const std::size_t i = first + threadIdx.x;
+    std::uint32_t hist_units = 0, chunk_units = 0;
+    if (i < a.n) {
+      const std::size_t size = a.in_sizes[i];
+      ItemInfo info{};
+      info.error = static_cast<std::int32_t>(Error::ok);
+      if (size > a.max_item_size || size > rans::kMaxLength || (size > 0 && !a.in_ptrs[i]) || !a.out_ptrs[i]) {
+        info.error = static_cast<std::int32_t>(Error::invalid_item);
+      }
+      info.length = static_cast<std::uint32_t>(size);
+      info.chunk_count = body::chunks_for(info.length, a.chunk_size);
+      const bool ok = info.error == static_cast<std::int32_t>(Error::ok);
+      a.info[i] = info;
+      hist_units = ok ? (info.length + kHistTile - 1) / kHistTile : 0;
+      chunk_units = ok ? (info.chunk_count + kEncWarps - 1) / kEncWarps : 0;
+    }
+    if (i < n1) {
+      a.hist_units[i] = hist_units;
+      a.chunk_units[i] = chunk_units;
+    }
+    hist_carry = scan_round(scan_storage, hist_units, hist_carry, i < n1 ? a.hist_units + n1 + i : nullptr);
+    chunk_carry = scan_round(scan_storage, chunk_units, chunk_carry, i < n1 ? a.chunk_units + n1 + i : nullptr);
   }
-  const std::size_t size = a.in_sizes[i];
-  ItemInfo info{};
-  info.error = static_cast<std::int32_t>(Error::ok);
-  if (size > a.max_item_size || size > rans::kMaxLength || (size > 0 && !a.in_ptrs[i]) || !a.out_ptrs[i]) {
-    info.error = static_cast<std::int32_t>(Error::invalid_item);
-  }
-  info.length = static_cast<std::uint32_t>(size);
-  info.chunk_count = body::chunks_for(info.length, a.chunk_size);
-  const bool ok = info.error == static_cast<std::int32_t>(Error::ok);
-  a.info[i] = info;
-  a.hist_units[i] = ok ? (info.length + kHistTile - 1) / kHistTile : 0;
-  a.chunk_units[i] = ok ? (info.chunk_count + kEncWarps - 1) / kEncWarps : 0;
 }
 
 // Counts go to a column per lane: symbol s, lane l at hist[s * 32 + l],
@@ -433,17 +474,13 @@ __global__ void __launch_bounds__(kEncWarps * kWarpThreads) rans_copy_kernel(Com
 
 struct DecompressLayout {
   std::uint32_t max_chunks = 0;
-  std::size_t tables = 0, info = 0, units = 0, offsets = 0, chunk_errors = 0, scan = 0, scan_bytes = 0, total = 0;
+  std::size_t tables = 0, info = 0, units = 0, offsets = 0, chunk_errors = 0, total = 0;
 };
 
 Status decompress_layout(std::size_t n, std::size_t max_output_size, DecompressLayout* l) {
   if (max_output_size > kMaxItemSize) return {StatusCode::invalid_argument, "max_output_size over kMaxItemSize"};
   l->max_chunks = chunks_per_item(max_output_size, rans::kMinChunkKiB * 1024);
   const std::size_t slots = n * l->max_chunks;
-  std::size_t scan_bytes = 0;
-  TANDEM_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(nullptr, scan_bytes, static_cast<const std::uint32_t*>(nullptr),
-                                                  static_cast<std::uint32_t*>(nullptr), static_cast<int>(n + 1)),
-                    "cub::DeviceScan::ExclusiveSum (temporary size)");
   TempCarver carve(kAlign);
   const auto take = [&](std::size_t bytes) { return carve.take(bytes); };
   l->tables = take(n * 256 * sizeof(std::uint32_t));
@@ -451,8 +488,6 @@ Status decompress_layout(std::size_t n, std::size_t max_output_size, DecompressL
   l->units = take(2 * (n + 1) * sizeof(std::uint32_t));
   l->offsets = take(slots * sizeof(std::uint64_t));
   l->chunk_errors = take(slots * sizeof(std::int32_t));
-  l->scan_bytes = scan_bytes;
-  l->scan = take(scan_bytes);
   l->total = carve.size();
   return {};
 }
@@ -474,8 +509,10 @@ struct DecompressArgs {
   std::int32_t* chunk_errors;
 };
 
-__global__ void __launch_bounds__(kItemThreads) rans_prepare_kernel(DecompressArgs a) {
-  __shared__ std::uint32_t freq_all[kItemWarps][256];
+__global__ void __launch_bounds__(kPrepareThreads) rans_prepare_kernel(DecompressArgs a) {
+  __shared__ std::uint32_t freq_all[kPrepareWarps][256];
+  __shared__ std::uint32_t head_words[kPrepareWarps][body::kStageWords];
+  __shared__ __align__(4) std::uint8_t parse_scratch[kPrepareWarps][body::kParseScratchBytes];
   const std::size_t i = warp_index();
   if (i > a.n) return;
   if (i == a.n) {
@@ -495,7 +532,9 @@ __global__ void __launch_bounds__(kItemThreads) rans_prepare_kernel(DecompressAr
     body::Header h;
     // The capacity bounds the chunk count (chunks of 1 KiB at least) by
     // max_chunks before the directory is read into the offsets.
-    e = body::prepare_stream(w, in, size, cap, &h, freq, a.offsets + i * a.max_chunks);
+    e = body::prepare_stream(w, in, size, cap, &h, freq, head_words[threadIdx.x / kWarpThreads],
+                             parse_scratch[threadIdx.x / kWarpThreads],
+                             a.offsets + i * a.max_chunks);
     info.length = h.length;
     info.chunk_count = h.chunk_count;
     info.scale_bits = h.scale_bits;
@@ -657,14 +696,9 @@ Status rans_compress_async(const void* const* d_in_ptrs, const std::size_t* d_in
   a.states = reinterpret_cast<std::uint32_t*>(t + l.states);
   a.words = reinterpret_cast<std::uint16_t*>(t + l.words);
   const auto s = static_cast<cudaStream_t>(stream);
-  const int n1 = static_cast<int>(num_items + 1);
 
   TANDEM_CUDA_CHECK(cudaMemsetAsync(a.counts, 0, num_items * 256 * sizeof(std::uint32_t), s), "cudaMemsetAsync");
-  rans_compress_setup_kernel<<<blocks_for(num_items + 1, 256), 256, 0, s>>>(a);
-  TANDEM_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(t + l.scan, l.scan_bytes, a.hist_units, a.hist_units + n1, n1, s),
-                    "cub::DeviceScan::ExclusiveSum");
-  TANDEM_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(t + l.scan, l.scan_bytes, a.chunk_units, a.chunk_units + n1, n1, s),
-                    "cub::DeviceScan::ExclusiveSum");
+  rans_compress_setup_kernel<<<1, kScanThreads, 0, s>>>(a);
   const std::size_t tiles = num_items * std::max<std::size_t>(1, (max_item_size + kHistTile - 1) / kHistTile);
   const std::size_t groups = num_items * ((l.max_chunks + kEncWarps - 1) / kEncWarps);
   // The histogram's columns (32 KiB a block) fit six blocks an SM with the
@@ -721,11 +755,15 @@ Status rans_decompress_async(const void* const* d_in_ptrs, const std::size_t* d_
   a.offsets = reinterpret_cast<std::uint64_t*>(t + l.offsets);
   a.chunk_errors = reinterpret_cast<std::int32_t*>(t + l.chunk_errors);
   const auto s = static_cast<cudaStream_t>(stream);
-  const int n1 = static_cast<int>(num_items + 1);
 
-  rans_prepare_kernel<<<blocks_for((num_items + 1) * kWarpThreads, kItemThreads), kItemThreads, 0, s>>>(a);
-  TANDEM_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(t + l.scan, l.scan_bytes, a.units, a.units + n1, n1, s),
-                    "cub::DeviceScan::ExclusiveSum");
+  // The prepare blocks' shared memory (the staged heads and the table
+  // readers' scratch, some 44 KiB) lets the 626 blocks of a batch of 80 MB
+  // in 64 KiB items be resident at once only with the largest carveout.
+  TANDEM_CUDA_CHECK(cudaFuncSetAttribute(rans_prepare_kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
+                                         cudaSharedmemCarveoutMaxShared),
+                    "cudaFuncSetAttribute");
+  rans_prepare_kernel<<<blocks_for((num_items + 1) * kWarpThreads, kPrepareThreads), kPrepareThreads, 0, s>>>(a);
+  unit_scan_kernel<<<1, kScanThreads, 0, s>>>(a.units, num_items);
   const std::size_t groups = num_items * ((l.max_chunks + kDecWarps - 1) / kDecWarps);
   // The decode blocks' shared memory (slots and word rings, some 21 KiB)
   // lets ten share an SM only with the largest carveout.
