@@ -10,6 +10,7 @@
 #include <zstd.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <string>
@@ -250,7 +251,17 @@ inline std::vector<Case> all_cases() {
     c.push_back({"pkg.tar.lz4", lz4(inner, 64u << 10, true)});
     c.push_back({"cut.tar", Bytes(inner.begin(), inner.begin() + 700)});
     c.push_back({"plain.tar", inner});
-    Bytes trav_tar = tar_of({{"zz/evil.txt", small}});
+    // A member named ../evil.txt (the tar tool will not write one): the
+    // name edited in the header and its checksum made again.
+    Bytes trav_tar = tar_of({{"zz/evil.txt", small}, {"ok.txt", small}});
+    if (trav_tar.size() >= 512) {
+      std::memcpy(trav_tar.data(), "..", 2);
+      std::memset(trav_tar.data() + 148, ' ', 8);
+      unsigned sum = 0;
+      for (int i = 0; i < 512; ++i) sum += trav_tar[static_cast<std::size_t>(i)];
+      std::snprintf(reinterpret_cast<char*>(trav_tar.data()) + 148, 8, "%06o", sum);
+      trav_tar[155] = ' ';
+    }
     c.push_back({"trav.tar", trav_tar});
   }
   return c;
