@@ -64,11 +64,14 @@ constexpr int kDecWarps = 4;
 // the registers at 48 a thread; at 56 only nine fit, and a batch of 64 KiB
 // items (a block each) on a 132-SM device would need a second round.
 constexpr int kDecBlocksPerSm = 10;
-#ifndef TANDEM_RANS_COPY_BATCH
-#define TANDEM_RANS_COPY_BATCH 8
-#endif
-constexpr int kCopyBatch = TANDEM_RANS_COPY_BATCH;  // words per lane per round of the copy kernel
+// The same for the encode blocks: at ten an SM (48 registers a thread) the
+// 1,251 blocks of a batch of 80 MB in 64 KiB items take one round.
+constexpr int kEncBlocksPerSm = 10;
+constexpr int kCopyBatch = 8;  // 4-byte words per lane per round of a payload copy
 constexpr std::size_t kAlign = 256;
+// Bytes past the last chunk's words that copy_payload's aligned loads may
+// read (they stay in the scratch).
+constexpr std::size_t kCopyOverread = 8;
 
 // What the kernels of one call know of an item.
 struct ItemInfo {
@@ -95,19 +98,27 @@ __device__ std::size_t item_of_unit(const std::uint32_t* prefix, std::size_t n, 
 }
 
 // The work lists' prefix sums are taken by one thread block of
-// kScanThreads, a round of that many items at a time: the lists are short
-// (an entry per item), and a device-wide scan would cost two launches.
+// kScanThreads, kScanItems consecutive entries a thread, a round of
+// kScanRound entries at a time: the lists are short (an entry per item),
+// and a device-wide scan would cost two launches.
 constexpr int kScanThreads = 1024;
+constexpr int kScanItems = 1;  // (four a thread measured slower: the loads of a thread's items wait in line)
+constexpr std::size_t kScanRound = std::size_t{kScanThreads} * kScanItems;
 using UnitScan = cub::BlockScan<std::uint32_t, kScanThreads>;
 
-// One round: this thread's count v; writes carry + (the counts of the
-// round's threads before it) to *out (when out is not null); returns the
-// carry for the next round (carry + the round's total).
-__device__ std::uint32_t scan_round(UnitScan::TempStorage& storage, std::uint32_t v, std::uint32_t carry,
-                                    std::uint32_t* out) {
-  std::uint32_t before = 0, total = 0;
+// One round: this thread's counts v (entries first + kScanItems *
+// threadIdx.x on, of the n entries of the list); writes carry + the counts
+// before each to out[entry]; returns the carry for the next round.
+__device__ std::uint32_t scan_round(UnitScan::TempStorage& storage, std::uint32_t (&v)[kScanItems],
+                                    std::uint32_t carry, std::size_t first, std::size_t n, std::uint32_t* out) {
+  std::uint32_t before[kScanItems];
+  std::uint32_t total = 0;
   UnitScan(storage).ExclusiveSum(v, before, total);
-  if (out) *out = carry + before;
+#pragma unroll
+  for (int j = 0; j < kScanItems; ++j) {
+    const std::size_t e = first + std::size_t{threadIdx.x} * kScanItems + j;
+    if (e < n) out[e] = carry + before[j];
+  }
   __syncthreads();  // the storage is used again
   return carry + total;
 }
@@ -116,9 +127,14 @@ __device__ std::uint32_t scan_round(UnitScan::TempStorage& storage, std::uint32_
 __global__ void __launch_bounds__(kScanThreads) unit_scan_kernel(std::uint32_t* counts, std::size_t n) {
   __shared__ UnitScan::TempStorage scan_storage;
   std::uint32_t carry = 0;
-  for (std::size_t first = 0; first < n + 1; first += kScanThreads) {
-    const std::size_t i = first + threadIdx.x;
-    carry = scan_round(scan_storage, i < n + 1 ? counts[i] : 0u, carry, i < n + 1 ? counts + n + 1 + i : nullptr);
+  for (std::size_t first = 0; first < n + 1; first += kScanRound) {
+    std::uint32_t v[kScanItems];
+#pragma unroll
+    for (int j = 0; j < kScanItems; ++j) {
+      const std::size_t e = first + std::size_t{threadIdx.x} * kScanItems + j;
+      v[j] = e < n + 1 ? counts[e] : 0u;
+    }
+    carry = scan_round(scan_storage, v, carry, first, n + 1, counts + n + 1);
   }
 }
 
@@ -155,7 +171,7 @@ Status compress_layout(std::size_t n, std::size_t max_item_size, const rans::Par
   l->meta = take(slots * sizeof(uint2));
   l->offsets = take(slots * sizeof(std::uint32_t));
   l->states = take(slots * rans::kMaxLanes * sizeof(std::uint32_t));
-  l->words = take(slots * cs * sizeof(std::uint16_t));
+  l->words = take(slots * cs * sizeof(std::uint16_t) + kCopyOverread);
   l->total = carve.size();
   return {};
 }
@@ -187,36 +203,40 @@ __device__ std::size_t capacity_of(const CompressArgs& a, std::size_t i) {
   return a.out_caps ? a.out_caps[i] : bound;
 }
 
-// One thread block, a thread per item a round: every item's facts and
-// unit counts, and the units' prefix sums (a call's first kernel, in place
-// of a setup kernel and two device-wide scans).
+// One thread block, kScanItems items a thread a round: every item's facts
+// and unit counts, and the counts' prefix sums (a call's first kernel, in
+// place of a setup kernel and two device-wide scans).
 __global__ void __launch_bounds__(kScanThreads) rans_compress_setup_kernel(CompressArgs a) {
   __shared__ UnitScan::TempStorage scan_storage;
   const std::size_t n1 = a.n + 1;
   std::uint32_t hist_carry = 0, chunk_carry = 0;
-  for (std::size_t first = 0; first < n1; first += kScanThreads) {
-    const std::size_t i = first + threadIdx.x;
-    std::uint32_t hist_units = 0, chunk_units = 0;
-    if (i < a.n) {
-      const std::size_t size = a.in_sizes[i];
-      ItemInfo info{};
-      info.error = static_cast<std::int32_t>(Error::ok);
-      if (size > a.max_item_size || size > rans::kMaxLength || (size > 0 && !a.in_ptrs[i]) || !a.out_ptrs[i]) {
-        info.error = static_cast<std::int32_t>(Error::invalid_item);
+  for (std::size_t first = 0; first < n1; first += kScanRound) {
+    std::uint32_t hist_units[kScanItems], chunk_units[kScanItems];
+#pragma unroll
+    for (int j = 0; j < kScanItems; ++j) {
+      const std::size_t i = first + std::size_t{threadIdx.x} * kScanItems + j;
+      hist_units[j] = chunk_units[j] = 0;
+      if (i < a.n) {
+        const std::size_t size = a.in_sizes[i];
+        ItemInfo info{};
+        info.error = static_cast<std::int32_t>(Error::ok);
+        if (size > a.max_item_size || size > rans::kMaxLength || (size > 0 && !a.in_ptrs[i]) || !a.out_ptrs[i]) {
+          info.error = static_cast<std::int32_t>(Error::invalid_item);
+        }
+        info.length = static_cast<std::uint32_t>(size);
+        info.chunk_count = body::chunks_for(info.length, a.chunk_size);
+        const bool ok = info.error == static_cast<std::int32_t>(Error::ok);
+        a.info[i] = info;
+        hist_units[j] = ok ? (info.length + kHistTile - 1) / kHistTile : 0;
+        chunk_units[j] = ok ? (info.chunk_count + kEncWarps - 1) / kEncWarps : 0;
       }
-      info.length = static_cast<std::uint32_t>(size);
-      info.chunk_count = body::chunks_for(info.length, a.chunk_size);
-      const bool ok = info.error == static_cast<std::int32_t>(Error::ok);
-      a.info[i] = info;
-      hist_units = ok ? (info.length + kHistTile - 1) / kHistTile : 0;
-      chunk_units = ok ? (info.chunk_count + kEncWarps - 1) / kEncWarps : 0;
+      if (i < n1) {
+        a.hist_units[i] = hist_units[j];
+        a.chunk_units[i] = chunk_units[j];
+      }
     }
-    if (i < n1) {
-      a.hist_units[i] = hist_units;
-      a.chunk_units[i] = chunk_units;
-    }
-    hist_carry = scan_round(scan_storage, hist_units, hist_carry, i < n1 ? a.hist_units + n1 + i : nullptr);
-    chunk_carry = scan_round(scan_storage, chunk_units, chunk_carry, i < n1 ? a.chunk_units + n1 + i : nullptr);
+    hist_carry = scan_round(scan_storage, hist_units, hist_carry, first, n1, a.hist_units + n1);
+    chunk_carry = scan_round(scan_storage, chunk_units, chunk_carry, first, n1, a.chunk_units + n1);
   }
 }
 
@@ -338,29 +358,35 @@ __device__ __forceinline__ void copy_payload(const CompressArgs& a, std::size_t 
   const std::uint32_t mine = lane < lanes ? a.states[slot * rans::kMaxLanes + lane] : 0u;
   body::pack_states_with([&](std::uint32_t l) { return __shfl_sync(simt::kFullMask, mine, static_cast<int>(l)); },
                          lanes, out, lane == 0);
-  // The words after them: kCopyBatch loads in flight per lane before their
-  // stores (byte stores may alias the words, so the compiler would not
-  // hoist the loads itself), 2-byte stores where the destination allows.
-  const std::uint16_t* words = a.words + slot * a.chunk_size + len - m.y;
+  // The words after them, as bytes: each lane writes whole aligned 4-byte
+  // words of the destination, each joined from the two aligned 4-byte
+  // words of the source that hold its bytes (the scratch has room past the
+  // last chunk's words for those reads), with kCopyBatch of them in flight
+  // per lane before their stores; the destination's first and last (up to
+  // 3) bytes go one at a time.
+  const auto* src = reinterpret_cast<const std::uint8_t*>(a.words + slot * a.chunk_size + len - m.y);
   std::uint8_t* dst = out + sb;
-  const bool even = (reinterpret_cast<std::uintptr_t>(dst) & 1u) == 0;
-  for (std::uint32_t k0 = 0; k0 < m.y; k0 += kWarpThreads * kCopyBatch) {
-    std::uint16_t v[kCopyBatch];
+  const std::uint32_t bytes = 2 * m.y;
+  const std::uint32_t head = min(bytes, (4u - static_cast<std::uint32_t>(reinterpret_cast<std::uintptr_t>(dst) & 3u)) & 3u);
+  const std::uint32_t body = (bytes - head) / 4;  // aligned words of the destination
+  const std::uint32_t tail = head + 4 * body;
+  if (lane < head) dst[lane] = src[lane];
+  if (lane < bytes - tail) dst[tail + lane] = src[tail + lane];
+  const std::uint32_t shift = static_cast<std::uint32_t>(reinterpret_cast<std::uintptr_t>(src + head) & 3u);
+  const std::uint8_t* from = src + head - shift;  // aligned
+  std::uint8_t* to = dst + head;                   // aligned
+  for (std::uint32_t q0 = 0; q0 < body; q0 += kWarpThreads * kCopyBatch) {
+    std::uint32_t lo[kCopyBatch], hi[kCopyBatch];
 #pragma unroll
     for (int j = 0; j < kCopyBatch; ++j) {
-      const std::uint32_t k = k0 + static_cast<std::uint32_t>(j) * kWarpThreads + lane;
-      v[j] = k < m.y ? words[k] : std::uint16_t{0};
+      const std::uint32_t q = q0 + static_cast<std::uint32_t>(j) * kWarpThreads + lane;
+      lo[j] = q < body ? simt::load_aligned_u32(from + 4 * q) : 0u;
+      hi[j] = q < body && shift ? simt::load_aligned_u32(from + 4 * q + 4) : 0u;
     }
 #pragma unroll
     for (int j = 0; j < kCopyBatch; ++j) {
-      const std::uint32_t k = k0 + static_cast<std::uint32_t>(j) * kWarpThreads + lane;
-      if (k < m.y) {
-        if (even) {
-          *reinterpret_cast<std::uint16_t*>(dst + 2 * k) = v[j];
-        } else {
-          body::store_u16le(dst + 2 * k, v[j]);
-        }
-      }
+      const std::uint32_t q = q0 + static_cast<std::uint32_t>(j) * kWarpThreads + lane;
+      if (q < body) simt::store_aligned_u32(to + 4 * q, simt::funnel(lo[j], hi[j], shift));
     }
   }
 }
@@ -368,7 +394,7 @@ __device__ __forceinline__ void copy_payload(const CompressArgs& a, std::size_t 
 // Items whose chunks the encode kernel placed itself (all in one unit).
 __device__ __forceinline__ bool placed_by_encoder(const ItemInfo& info) { return info.chunk_count <= kEncWarps; }
 
-__global__ void __launch_bounds__(kEncWarps * kWarpThreads) rans_encode_kernel(CompressArgs a) {
+__global__ void __launch_bounds__(kEncWarps * kWarpThreads, kEncBlocksPerSm) rans_encode_kernel(CompressArgs a) {
   __shared__ body::EncSym table[256];
   __shared__ __align__(16) std::uint8_t rings[kEncWarps][body::kEncRingBytes];
   const std::uint32_t* prefix = a.chunk_units + a.n + 1;
@@ -711,8 +737,12 @@ Status rans_compress_async(const void* const* d_in_ptrs, const std::size_t* d_in
   rans_encode_kernel<<<list_blocks<rans_encode_kernel, kEncWarps * kWarpThreads>(groups), kEncWarps * kWarpThreads, 0,
                        s>>>(a);
   rans_place_kernel<<<blocks_for(num_items * kWarpThreads, kItemThreads), kItemThreads, 0, s>>>(a);
-  rans_copy_kernel<<<list_blocks<rans_copy_kernel, kEncWarps * kWarpThreads>(groups), kEncWarps * kWarpThreads, 0,
-                     s>>>(a);
+  // Items of at most kEncWarps chunks had their payloads copied by the
+  // encode kernel: a batch of only such items needs no copy kernel.
+  if (l.max_chunks > static_cast<std::uint32_t>(kEncWarps)) {
+    rans_copy_kernel<<<list_blocks<rans_copy_kernel, kEncWarps * kWarpThreads>(groups), kEncWarps * kWarpThreads, 0,
+                       s>>>(a);
+  }
   return launch_status();
 }
 
