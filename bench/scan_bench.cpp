@@ -282,7 +282,7 @@ int run_scan_bench(const BenchConfig& config) {
   std::printf("\nout GB/s: 1e9 bytes of the files found (every ok entry) per second; in GB/s: archive bytes per "
               "second; median of the runs.\nhost -> device: archives in host memory, files' bytes left in device "
               "memory (the archives' host->device copy is inside the time);\nhost -> host: the same plus "
-              "copy_to_host. vs cpu%u: speed against scan_many on %u threads.\n",
+              "copy_to_host. vs cpu%u: speed against scan_many on %u thread(s).\n",
               cpu_ref ? cpu_ref->threads : 0, cpu_ref ? cpu_ref->threads : 0);
   std::printf("%-34s %-15s %7s %10s %9s %9s %11s %8s %s\n", "engine", "resident", "threads", "seconds", "out GB/s",
               "in GB/s", "archives/s", "vs cpu", "");
