@@ -64,7 +64,12 @@ struct DeviceScanStats {
   std::uint64_t dispatches = 0;        // decoder launches in all (at most 3 per layer)
   std::uint64_t host_to_device_bytes = 0;
   std::uint64_t device_to_host_bytes = 0;  // structure copied back to be parsed, and checksummed bytes
-  double seconds = 0;                  // wall time of the call
+  double seconds = 0;                  // wall time of the call, of which:
+  double walk_seconds = 0;             //   the host's walks and parsing of structure
+  double prepare_seconds = 0;          //   block layout (zstd frames with compressed blocks decoded here)
+  double device_seconds = 0;           //   dispatches, their waits and transfers, checks of the outputs
+  double cpu_seconds = 0;              //   whole inputs the device rejected or cannot take, on the CPU
+  double gather_seconds = 0;           //   the final gather of every entry into the result
   bool emulated = false;               // true when no device was used
 };
 

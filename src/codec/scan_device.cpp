@@ -444,10 +444,15 @@ void Batch::prepare_zstd(Op& op) {
 
 // ------------------------------------------------------------ dispatching ----
 
+double seconds_since(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+}
+
 Status Batch::dispatch() {
   std::vector<Op*> ops;
   ops.swap(pending_);
   ++stats_.layers;
+  auto t = std::chrono::steady_clock::now();
   // Bound the work an archive's ops may do to its output limit: past it the
   // final walk decides on the CPU.
   for (Op* op : ops) {
@@ -456,6 +461,8 @@ Status Batch::dispatch() {
     op->cap = std::min(op->cap, room);
   }
   detail::parallel_for(ops.size(), threads_, [&](std::size_t i) { prepare(*ops[i]); });
+  stats_.prepare_seconds += seconds_since(t);
+  t = std::chrono::steady_clock::now();
 
   // One output allocation for every op the device decodes.
   std::uint64_t total = 0;
@@ -562,7 +569,10 @@ Status Batch::dispatch() {
     if (op->on_cpu) cpu.push_back(op);
   }
   std::vector<Status> st(cpu.size());
+  stats_.device_seconds += seconds_since(t);
+  t = std::chrono::steady_clock::now();
   detail::parallel_for(cpu.size(), threads_, [&](std::size_t i) { st[i] = decode_on_cpu(*cpu[i]); });
+  stats_.cpu_seconds += seconds_since(t);
   for (std::size_t i = 0; i < cpu.size(); ++i) {
     if (!st[i]) return st[i];
   }
@@ -931,10 +941,12 @@ Status scan_roots(std::vector<Root>& roots, const ScanLimits& limits, gpu::ScanD
   Batch batch(dev, limits, threads, &stats);
   // Discovery passes, a layer of nesting deeper each, until nothing is new.
   for (std::int64_t pass = 0;; ++pass) {
+    const auto t = std::chrono::steady_clock::now();
     for (std::size_t a = 0; a < roots.size(); ++a) {
       Walker w(batch, limits, a, false);
       (void)w.walk(roots[a].region, roots[a].name, "", 0, 0);
     }
+    stats.walk_seconds += seconds_since(t);
     if (!batch.has_pending()) break;
     if (Status s = batch.dispatch(); !s) return s;
     if (pass > static_cast<std::int64_t>(limits.max_depth) + 2) break;  // cannot happen: each pass goes a layer deeper
@@ -944,6 +956,7 @@ Status scan_roots(std::vector<Root>& roots, const ScanLimits& limits, gpu::ScanD
   std::vector<gpu::ScanCopyJob> gather;
   std::vector<std::pair<std::uint64_t, Region>> uploads;  // (offset in the result, host bytes)
   std::uint64_t total = 0;
+  auto t = std::chrono::steady_clock::now();
   for (std::size_t a = 0; a < roots.size(); ++a) {
     Walker w(batch, limits, a, true);
     const Status s = w.walk(roots[a].region, roots[a].name, "", 0, 0);
@@ -967,6 +980,8 @@ Status scan_roots(std::vector<Root>& roots, const ScanLimits& limits, gpu::ScanD
     }
     total += w.bytes;
   }
+  stats.walk_seconds += seconds_since(t);  // with the CPU decodes the final walks asked for
+  t = std::chrono::steady_clock::now();
   void* out = nullptr;
   if (total) {
     if (Status s = dev.alloc(static_cast<std::size_t>(total), &out); !s) return s;
@@ -1009,6 +1024,7 @@ Status scan_roots(std::vector<Root>& roots, const ScanLimits& limits, gpu::ScanD
       if (j.status != gpu::ScanCopyStatus::ok) return {StatusCode::device_error, "the gather of entries failed"};
     }
   }
+  stats.gather_seconds += seconds_since(t);
   return call;
 }
 
