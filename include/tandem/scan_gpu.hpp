@@ -59,11 +59,12 @@ struct DeviceScanStats {
   std::uint64_t cpu_blocks = 0;        // blocks (or whole frames/members) decoded on the CPU instead
   std::uint64_t cpu_bytes = 0;         // bytes those produced
   std::uint64_t unsupported_blocks = 0;  // blocks the GPU said it cannot decode (zstd compressed blocks)
-  std::uint64_t rejected_blocks = 0;     // blocks the GPU failed (bad data, wrong size, checksum): rechecked on the CPU
+  std::uint64_t rejected_blocks = 0;     // inputs (a member, an entry, frames) whose device result failed a
+                                         // check (bad data, wrong size, checksum): decoded again on the CPU
   std::uint64_t layers = 0;            // dispatch rounds (layers of nesting across the batch)
-  std::uint64_t dispatches = 0;        // decoder launches in all (at most 3 per layer)
+  std::uint64_t dispatches = 0;        // launches: per layer at most 3 decoders and a CRC-32; the final gather
   std::uint64_t host_to_device_bytes = 0;
-  std::uint64_t device_to_host_bytes = 0;  // structure copied back to be parsed, and checksummed bytes
+  std::uint64_t device_to_host_bytes = 0;  // outputs' first bytes, and whole outputs to parse or to xxHash
   double seconds = 0;                  // wall time of the call, of which:
   double walk_seconds = 0;             //   the host's walks and parsing of structure
   double prepare_seconds = 0;          //   block layout (zstd frames with compressed blocks decoded here)
