@@ -66,7 +66,10 @@ struct DeviceScanStats {
   std::uint64_t host_to_device_bytes = 0;
   std::uint64_t device_to_host_bytes = 0;  // outputs' first bytes, and whole outputs to parse or to xxHash
   double seconds = 0;                  // wall time of the call, of which:
-  double walk_seconds = 0;             //   the host's walks and parsing of structure
+  double upload_seconds = 0;           //   the device's setup and the archives' transfer (the upload; the
+                                       //   copy back for scan_device_archive)
+  double walk_seconds = 0;             //   the host's discovery walks and parsing of structure
+  double final_walk_seconds = 0;       //   the final walks (with the CPU decodes they ask for) and entry table
   double prepare_seconds = 0;          //   block layout (zstd frames with compressed blocks decoded here)
   double device_seconds = 0;           //   dispatches, their waits and transfers, checks of the outputs
   double cpu_seconds = 0;              //   whole inputs the device rejected or cannot take, on the CPU

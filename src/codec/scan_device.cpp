@@ -980,7 +980,7 @@ Status scan_roots(std::vector<Root>& roots, const ScanLimits& limits, gpu::ScanD
     }
     total += w.bytes;
   }
-  stats.walk_seconds += seconds_since(t);  // with the CPU decodes the final walks asked for
+  stats.final_walk_seconds += seconds_since(t);
   t = std::chrono::steady_clock::now();
   void* out = nullptr;
   if (total) {
@@ -1072,6 +1072,7 @@ Status scan_to_device(std::span<const ScanInput> archives, const ScanLimits& lim
     }
     roots[i] = {{h, h, d, n}, archives[i].name};
   }
+  result->stats.upload_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   const Status s = scan_roots(roots, limits, *dev, options.threads, result);
   result->stats.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return s;
@@ -1088,6 +1089,7 @@ Status scan_device_archive(const void* d_archive, std::uint64_t size, std::strin
   std::vector<std::uint8_t> host(static_cast<std::size_t>(size));
   if (Status s = dev->download(host.data(), d_archive, host.size()); !s) return s;
   result->stats.device_to_host_bytes += size;
+  result->stats.upload_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   std::vector<Root> roots(1);
   roots[0] = {{host.data(), host.data(), static_cast<const std::uint8_t*>(d_archive), size}, std::string(name)};
   const Status s = scan_roots(roots, limits, *dev, options.threads, result);
