@@ -34,6 +34,7 @@
 #include <deque>
 #include <map>
 #include <memory>
+#include <optional>
 #include <tuple>
 
 #include "codec/scan_walk.hpp"
@@ -175,21 +176,34 @@ struct TarParse {
   std::vector<tar::Entry> entries;
 };
 
+// What the walks of one archive keep across passes. Each archive's walks
+// touch only its own state, so the walks of different archives run at once.
+struct ArchiveState {
+  std::map<std::tuple<int, const void*, std::uint64_t>, std::unique_ptr<Op>> ops;
+  std::map<std::pair<const void*, std::uint64_t>, std::unique_ptr<ZipParse>> zips;
+  std::map<std::pair<const void*, std::uint64_t>, std::unique_ptr<TarParse>> tars;
+  std::map<std::pair<const void*, std::uint64_t>, bool> crcs;
+  std::vector<Op*> pending;  // recorded by the last discovery walk, in walk order
+  std::deque<std::vector<std::uint8_t>> kept;  // host bytes of its final walk
+};
+
 // Everything one call shares across its archives and passes.
 class Batch {
  public:
-  Batch(gpu::ScanDevice& dev, const ScanLimits& limits, unsigned threads, DeviceScanStats* stats)
+  Batch(gpu::ScanDevice& dev, const ScanLimits& limits, unsigned threads, std::size_t archives,
+        DeviceScanStats* stats)
       : dev_(dev), limits_(limits), threads_(detail::effective_threads(static_cast<int>(std::min(threads, 1u << 16)))),
-        stats_(*stats) {}
+        stats_(*stats), archives_(archives) {}
   ~Batch() {
     for (void* p : allocations_) dev_.free(p);
   }
 
   gpu::ScanDevice& dev() { return dev_; }
   DeviceScanStats& stats() { return stats_; }
+  int threads() const { return threads_; }
 
   Op& op(OpKind kind, const Region& in, std::size_t archive) {
-    auto& slot = ops_[{static_cast<int>(kind), in.host, in.size}];
+    auto& slot = archives_[archive].ops[{static_cast<int>(kind), in.host, in.size}];
     if (!slot) {
       slot = std::make_unique<Op>();
       slot->kind = kind;
@@ -200,12 +214,20 @@ class Batch {
   }
   void record(Op* op) {
     op->state = OpState::pending;
-    pending_.push_back(op);
+    archives_[op->archive].pending.push_back(op);
   }
-  bool has_pending() const { return !pending_.empty(); }
+  bool has_pending() const {
+    for (const ArchiveState& a : archives_) {
+      if (!a.pending.empty()) return true;
+    }
+    return false;
+  }
+  // Whether the last dispatch decoded a container (or a compressed layer):
+  // if not, a discovery walk would record nothing new.
+  bool went_deeper() const { return deeper_; }
 
-  const ZipParse& zip_of(const Region& r) {
-    auto& slot = zips_[{r.host, r.size}];
+  const ZipParse& zip_of(const Region& r, std::size_t archive) {
+    auto& slot = archives_[archive].zips[{r.host, r.size}];
     if (!slot) {
       slot = std::make_unique<ZipParse>();
       zip::ReadLimits rl;
@@ -214,8 +236,8 @@ class Batch {
     }
     return *slot;
   }
-  const TarParse& tar_of(const Region& r) {
-    auto& slot = tars_[{r.host, r.size}];
+  const TarParse& tar_of(const Region& r, std::size_t archive) {
+    auto& slot = archives_[archive].tars[{r.host, r.size}];
     if (!slot) {
       slot = std::make_unique<TarParse>();
       tar::Limits tl;
@@ -225,14 +247,16 @@ class Batch {
     return *slot;
   }
   // Whether a stored ZIP entry's bytes hold its CRC-32.
-  bool crc_holds(const Region& r, std::uint32_t crc) {
-    auto [it, fresh] = crcs_.try_emplace({r.host, r.size}, false);
+  bool crc_holds(const Region& r, std::uint32_t crc, std::size_t archive) {
+    auto [it, fresh] = archives_[archive].crcs.try_emplace({r.host, r.size}, false);
     if (fresh) it->second = zip::crc32(r.span()) == crc;
     return it->second;
   }
 
-  // Host bytes that live until the call ends.
+  // Host bytes that live until the call ends: the batch's (one thread at a
+  // time), and an archive's walk's.
   std::vector<std::uint8_t>& keep() { return kept_.emplace_back(); }
+  std::vector<std::uint8_t>& keep(std::size_t archive) { return archives_[archive].kept.emplace_back(); }
 
   Status alloc(std::size_t bytes, std::uint8_t** p) {
     void* v = nullptr;
@@ -263,15 +287,12 @@ class Batch {
   const ScanLimits& limits_;
   int threads_;
   DeviceScanStats& stats_;
-  std::map<std::tuple<int, const void*, std::uint64_t>, std::unique_ptr<Op>> ops_;
-  std::map<std::pair<const void*, std::uint64_t>, std::unique_ptr<ZipParse>> zips_;
-  std::map<std::pair<const void*, std::uint64_t>, std::unique_ptr<TarParse>> tars_;
-  std::map<std::pair<const void*, std::uint64_t>, bool> crcs_;
-  std::vector<Op*> pending_;
+  std::vector<ArchiveState> archives_;
   std::deque<std::vector<std::uint8_t>> kept_;
   std::vector<void*> allocations_;
-  std::map<std::size_t, std::uint64_t> decoded_;
-  std::mutex mutex_;  // keep(), alloc() and stats_ while the CPU decodes ops at once  // per archive: bytes all its ops produced (bounds the work)
+  std::map<std::size_t, std::uint64_t> decoded_;  // per archive: bytes all its ops produced (bounds the work)
+  std::mutex mutex_;  // keep(), alloc() and stats_ while the CPU decodes ops at once
+  bool deeper_ = true;
 };
 
 // ------------------------------------------------------- the block layout ----
@@ -450,7 +471,10 @@ double seconds_since(std::chrono::steady_clock::time_point t) {
 
 Status Batch::dispatch() {
   std::vector<Op*> ops;
-  ops.swap(pending_);
+  for (ArchiveState& a : archives_) {
+    ops.insert(ops.end(), a.pending.begin(), a.pending.end());
+    a.pending.clear();
+  }
   ++stats_.layers;
   auto t = std::chrono::steady_clock::now();
   // Bound the work an archive's ops may do to its output limit: past it the
@@ -576,7 +600,12 @@ Status Batch::dispatch() {
   for (std::size_t i = 0; i < cpu.size(); ++i) {
     if (!st[i]) return st[i];
   }
-  for (Op* op : ops) decoded_[op->archive] += op->state == OpState::ok ? op->out.size : 0;
+  deeper_ = false;
+  for (Op* op : ops) {
+    if (op->state != OpState::ok) continue;
+    decoded_[op->archive] += op->out.size;
+    deeper_ = deeper_ || layer_of(op->out.head, static_cast<std::size_t>(op->out.size)) != Layer::file;
+  }
   return {};
 }
 
@@ -801,6 +830,7 @@ class Walker {
       case Layer::tar: return walk_tar(data, path, codec, layer, depth);
       case Layer::file: break;
     }
+    if (!final_) return add(path, codec, layer, data, {});
     return add(path, codec.empty() ? "stored" : codec, layer, data, {});
   }
 
@@ -811,7 +841,7 @@ class Walker {
  private:
   // Host bytes the CPU produced: no device copy, the gather uploads them.
   Region host_region(std::vector<std::uint8_t>&& v) {
-    std::vector<std::uint8_t>& kept = batch_.keep();
+    std::vector<std::uint8_t>& kept = batch_.keep(archive_);
     kept = std::move(v);
     return {kept.data(), kept.data(), nullptr, kept.size()};
   }
@@ -826,12 +856,13 @@ class Walker {
 
   Status walk_compressed(Layer kind, const Region& data, const std::string& path, const std::string& codec,
                          int layer, int depth) {
-    const std::string how = join(codec, layer_name(kind));
+    // Discovery walks list no entries, so they build no names.
+    const std::string how = final_ ? join(codec, layer_name(kind)) : std::string();
     const std::uint64_t allowed = budget_.budget(static_cast<std::size_t>(data.size));
     Op& op = batch_.op(op_kind(kind), data, archive_);
     if (op.state == OpState::ok && op.out.size <= allowed) {
       budget_.produced += op.out.size;
-      return walk(op.out, without_suffix(path, kind), how, layer, depth + 1);
+      return walk(op.out, final_ ? without_suffix(path, kind) : std::string(), how, layer, depth + 1);
     }
     if (!final_) {
       record(op, allowed);
@@ -846,17 +877,18 @@ class Walker {
   }
 
   Status walk_zip(const Region& data, const std::string& path, const std::string& codec, int layer, int depth) {
-    const ZipParse& z = batch_.zip_of(data);
+    const ZipParse& z = batch_.zip_of(data, archive_);
     if (!z.status) return add(path, join(codec, "zip"), layer, {}, z.status);
     for (const zip::Entry& e : z.entries) {
       if (e.is_directory() || e.is_symlink()) continue;
-      const std::string member = path + "/" + e.name;
-      const std::string how = join(codec, e.method == zip::kDeflate ? "zip:deflate" : "zip:stored");
+      const std::string member = final_ ? path + "/" + e.name : std::string();
+      const std::string how =
+          final_ ? join(codec, e.method == zip::kDeflate ? "zip:deflate" : "zip:stored") : std::string();
       const bool inside = e.data_offset <= data.size && data.size - e.data_offset >= e.compressed_size;
       const std::uint64_t allowed = e.method == zip::kStored ? e.size : budget_.budget(e.compressed_size);
       if (inside && e.method == zip::kStored && e.compressed_size == e.size) {
         const Region bytes = data.sub(e.data_offset, e.size);
-        if (batch_.crc_holds(bytes, e.crc32)) {
+        if (batch_.crc_holds(bytes, e.crc32, archive_)) {
           if (Status w = walk(bytes, member, how, layer + 1, depth + 1); !w) return w;
           continue;
         }
@@ -888,15 +920,17 @@ class Walker {
   }
 
   Status walk_tar(const Region& data, const std::string& path, const std::string& codec, int layer, int depth) {
-    const TarParse& t = batch_.tar_of(data);
+    const TarParse& t = batch_.tar_of(data, archive_);
+    const std::string how = final_ ? join(codec, "tar") : std::string();
     for (const tar::Entry& e : t.entries) {
       if (e.kind != tar::Kind::file) continue;
-      if (Status w = walk(data.sub(e.data_at, e.size), path + "/" + e.path, join(codec, "tar"), layer + 1, depth + 1);
+      if (Status w = walk(data.sub(e.data_at, e.size), final_ ? path + "/" + e.path : std::string(), how, layer + 1,
+                          depth + 1);
           !w) {
         return w;
       }
     }
-    if (!t.status) return add(path, join(codec, "tar"), layer, {}, t.status);
+    if (!t.status) return add(path, how, layer, {}, t.status);
     return {};
   }
 
@@ -938,14 +972,16 @@ struct Root {
 Status scan_roots(std::vector<Root>& roots, const ScanLimits& limits, gpu::ScanDevice& dev, unsigned threads,
                   DeviceScanResult* result) {
   DeviceScanStats& stats = result->stats;
-  Batch batch(dev, limits, threads, &stats);
-  // Discovery passes, a layer of nesting deeper each, until nothing is new.
-  for (std::int64_t pass = 0;; ++pass) {
+  Batch batch(dev, limits, threads, roots.size(), &stats);
+  // Discovery passes, a layer of nesting deeper each, until nothing is new
+  // (or the last dispatch decoded only files, below which nothing can be).
+  // An archive's walks touch only its own state: the archives walk at once.
+  for (std::int64_t pass = 0; pass == 0 || batch.went_deeper(); ++pass) {
     const auto t = std::chrono::steady_clock::now();
-    for (std::size_t a = 0; a < roots.size(); ++a) {
+    detail::parallel_for(roots.size(), batch.threads(), [&](std::size_t a) {
       Walker w(batch, limits, a, false);
       (void)w.walk(roots[a].region, roots[a].name, "", 0, 0);
-    }
+    });
     stats.walk_seconds += seconds_since(t);
     if (!batch.has_pending()) break;
     if (Status s = batch.dispatch(); !s) return s;
@@ -957,10 +993,18 @@ Status scan_roots(std::vector<Root>& roots, const ScanLimits& limits, gpu::ScanD
   std::vector<std::pair<std::uint64_t, Region>> uploads;  // (offset in the result, host bytes)
   std::uint64_t total = 0;
   auto t = std::chrono::steady_clock::now();
+  std::vector<std::optional<Walker>> walkers(roots.size());
+  std::vector<Status> walked(roots.size());
+  detail::parallel_for(roots.size(), batch.threads(), [&](std::size_t a) {
+    Walker& w = walkers[a].emplace(batch, limits, a, true);
+    walked[a] = w.walk(roots[a].region, roots[a].name, "", 0, 0);
+  });
+  std::size_t listed = 0;
+  for (const std::optional<Walker>& w : walkers) listed += w->entries.size();
+  result->entries.reserve(listed);
   for (std::size_t a = 0; a < roots.size(); ++a) {
-    Walker w(batch, limits, a, true);
-    const Status s = w.walk(roots[a].region, roots[a].name, "", 0, 0);
-    if (!s && call) call = s;
+    Walker& w = *walkers[a];
+    if (!walked[a] && call) call = walked[a];
     for (std::size_t i = 0; i < w.entries.size(); ++i) {
       ScanEntry& e = w.entries[i];
       e.offset += total;
