@@ -257,6 +257,11 @@ class Batch {
   // time), and an archive's walk's.
   std::vector<std::uint8_t>& keep() { return kept_.emplace_back(); }
   std::vector<std::uint8_t>& keep(std::size_t archive) { return archives_[archive].kept.emplace_back(); }
+  // `n` bytes left uninitialised, for transfers to fill (a vector's resize
+  // would write them first).
+  std::uint8_t* keep_raw(std::size_t n) {
+    return raw_.emplace_back(std::make_unique_for_overwrite<std::uint8_t[]>(n)).get();
+  }
 
   Status alloc(std::size_t bytes, std::uint8_t** p) {
     void* v = nullptr;
@@ -289,6 +294,7 @@ class Batch {
   DeviceScanStats& stats_;
   std::vector<ArchiveState> archives_;
   std::deque<std::vector<std::uint8_t>> kept_;
+  std::vector<std::unique_ptr<std::uint8_t[]>> raw_;
   std::vector<void*> allocations_;
   std::map<std::size_t, std::uint64_t> decoded_;  // per archive: bytes all its ops produced (bounds the work)
   std::mutex mutex_;  // keep(), alloc() and stats_ while the CPU decodes ops at once
@@ -690,11 +696,11 @@ Status Batch::fetch_heads(const std::vector<Op*>& ops, const std::vector<char>& 
     jobs.push_back(j);
   }
   if (Status s = dev_.copy(jobs); !s) return s;
-  std::vector<std::uint8_t>& heads = keep();
-  heads.resize(which.size() * kHeadBytes);
-  if (Status s = dev_.download(heads.data(), d, heads.size()); !s) return s;
-  stats_.device_to_host_bytes += heads.size();
-  for (std::size_t k = 0; k < which.size(); ++k) ops[which[k]]->out.head = heads.data() + k * kHeadBytes;
+  const std::size_t bytes = which.size() * kHeadBytes;
+  std::uint8_t* const heads = keep_raw(bytes);
+  if (Status s = dev_.download(heads, d, bytes); !s) return s;
+  stats_.device_to_host_bytes += bytes;
+  for (std::size_t k = 0; k < which.size(); ++k) ops[which[k]]->out.head = heads + k * kHeadBytes;
   return {};
 }
 
@@ -706,11 +712,7 @@ Status Batch::fetch_whole(const std::vector<Op*>& ops, const std::vector<char>& 
   }
   std::vector<gpu::ScanTransfer> transfers;
   std::uint8_t* host = nullptr;
-  if (!dev_.emulated() && total) {
-    std::vector<std::uint8_t>& v = keep();
-    v.resize(static_cast<std::size_t>(total));
-    host = v.data();
-  }
+  if (!dev_.emulated() && total) host = keep_raw(static_cast<std::size_t>(total));
   std::uint64_t at = 0;
   for (std::size_t i = 0; i < ops.size(); ++i) {
     Op& op = *ops[i];
@@ -1040,14 +1042,17 @@ Status scan_roots(std::vector<Root>& roots, const ScanLimits& limits, gpu::ScanD
     if (dev.emulated()) {
       for (const auto& u : uploads) std::memcpy(base + u.first, u.second.host, static_cast<std::size_t>(u.second.size));
     } else {
-      std::vector<std::uint8_t> host(static_cast<std::size_t>(staged));
+      std::uint8_t* const host = batch.keep_raw(static_cast<std::size_t>(staged));
+      std::vector<detail::Copy> copies;
       std::uint64_t at = 0;
       for (const auto& u : uploads) {
-        std::memcpy(host.data() + at, u.second.host, static_cast<std::size_t>(u.second.size));
+        copies.push_back({host + at, u.second.host, static_cast<std::size_t>(u.second.size)});
         at += u.second.size;
       }
-      if (Status s = batch.alloc(host.size(), &d); !s) return s;
-      if (Status s = dev.upload(d, host.data(), host.size()); !s) return s;
+      std::vector<std::size_t> first_piece;
+      detail::parallel_copy(copies, &first_piece);
+      if (Status s = batch.alloc(static_cast<std::size_t>(staged), &d); !s) return s;
+      if (Status s = dev.upload(d, host, static_cast<std::size_t>(staged)); !s) return s;
       stats.host_to_device_bytes += staged;
       at = 0;
       for (const auto& u : uploads) {
@@ -1104,18 +1109,20 @@ Status scan_to_device(std::span<const ScanInput> archives, const ScanLimits& lim
     if (p) dev->free(p);
   });
   std::uint64_t at = 0;
+  std::vector<gpu::ScanUpload> uploads;  // one wait for all
   for (std::size_t i = 0; i < archives.size(); ++i) {
     const auto* h = static_cast<const std::uint8_t*>(archives[i].archive.data);
     const std::uint64_t n = archives[i].archive.size;
     const std::uint8_t* d = h;
     if (!dev->emulated() && n) {
       d = static_cast<std::uint8_t*>(up) + at;
-      if (Status s = dev->upload(const_cast<std::uint8_t*>(d), h, static_cast<std::size_t>(n)); !s) return s;
+      uploads.push_back({const_cast<std::uint8_t*>(d), h, static_cast<std::size_t>(n)});
       result->stats.host_to_device_bytes += n;
       at += (n + 255) / 256 * 256;
     }
     roots[i] = {{h, h, d, n}, archives[i].name};
   }
+  if (Status s = dev->upload_many(uploads); !s) return s;
   result->stats.upload_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   const Status s = scan_roots(roots, limits, *dev, options.threads, result);
   result->stats.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

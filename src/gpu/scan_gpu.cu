@@ -97,6 +97,17 @@ class CudaScanDevice final : public ScanDevice {
     return {};
   }
 
+  // A copy from pageable memory returns once its source is staged, so the
+  // copies need one wait at the end, not one each.
+  Status upload_many(std::span<const ScanUpload> uploads) override {
+    for (const ScanUpload& u : uploads) {
+      if (!u.bytes) continue;
+      TANDEM_CUDA_CHECK(cudaMemcpyAsync(u.dst, u.src, u.bytes, cudaMemcpyHostToDevice, stream_), "scan upload");
+    }
+    TANDEM_CUDA_CHECK(cudaStreamSynchronize(stream_), "scan upload");
+    return {};
+  }
+
   Status crc32(std::span<ScanCrcPiece> pieces) override {
     const std::size_t n = pieces.size();
     if (!n) return {};

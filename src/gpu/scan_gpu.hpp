@@ -47,6 +47,13 @@ struct ScanTransfer {
   std::size_t bytes = 0;
 };
 
+// One copy of an upload_many.
+struct ScanUpload {
+  void* dst = nullptr;        // device
+  const void* src = nullptr;  // host
+  std::size_t bytes = 0;
+};
+
 class ScanDevice {
  public:
   virtual ~ScanDevice() = default;
@@ -59,6 +66,8 @@ class ScanDevice {
   virtual Status download(void* dst, const void* src, std::size_t bytes) = 0;
   // Every transfer, then one wait.
   virtual Status download_many(std::span<const ScanTransfer> transfers) = 0;
+  // Every copy, then one wait: the sources may be reused once it returns.
+  virtual Status upload_many(std::span<const ScanUpload> uploads) = 0;
   virtual Status inflate(std::span<ScanDecodeJob> jobs) = 0;
   virtual Status lz4(std::span<ScanDecodeJob> jobs) = 0;
   virtual Status copy(std::span<ScanCopyJob> jobs) = 0;

@@ -43,6 +43,12 @@ class EmulatedScanDevice final : public ScanDevice {
     }
     return {};
   }
+  Status upload_many(std::span<const ScanUpload> uploads) override {
+    for (const ScanUpload& u : uploads) {
+      if (u.bytes) std::memcpy(u.dst, u.src, u.bytes);
+    }
+    return {};
+  }
 
   Status crc32(std::span<ScanCrcPiece> pieces) override {
     static const std::array<std::uint32_t, 256> table = [] {
