@@ -755,14 +755,18 @@ Status Batch::device_crcs(const std::vector<Op*>& ops, const std::vector<char>& 
   ++stats_.dispatches;
   if (Status s = dev_.crc32(pieces); !s) return s;
   static const uLong join_piece = crc32_combine_gen(static_cast<z_off_t>(gpu::kScanCrcPiece));
-  for (std::size_t i = 0; i < ops.size(); ++i) {
-    uLong crc = 0;  // the CRC-32 of nothing
-    for (std::size_t k = range[i].first; k < range[i].second; ++k) {
+  // The first piece's CRC-32 is the output's so far (joined to the CRC-32 of
+  // nothing it would stay the same), so most outputs, one piece long, need
+  // no combine at all.
+  detail::parallel_for(ops.size(), threads_, [&](std::size_t i) {
+    if (range[i].first == range[i].second) return;
+    uLong crc = pieces[range[i].first].crc;
+    for (std::size_t k = range[i].first + 1; k < range[i].second; ++k) {
       crc = pieces[k].size == gpu::kScanCrcPiece ? crc32_combine_op(crc, pieces[k].crc, join_piece)
                                                  : crc32_combine(crc, pieces[k].crc, static_cast<z_off_t>(pieces[k].size));
     }
     (*crcs)[i] = static_cast<std::uint32_t>(crc);
-  }
+  });
   return {};
 }
 
@@ -1004,6 +1008,7 @@ Status scan_roots(std::vector<Root>& roots, const ScanLimits& limits, gpu::ScanD
   std::size_t listed = 0;
   for (const std::optional<Walker>& w : walkers) listed += w->entries.size();
   result->entries.reserve(listed);
+  gather.reserve(listed);
   for (std::size_t a = 0; a < roots.size(); ++a) {
     Walker& w = *walkers[a];
     if (!walked[a] && call) call = walked[a];
