@@ -21,6 +21,7 @@ using tandem::DeflateOptions;
 using tandem::DeflateStats;
 using tandem::StatusCode;
 using tandem::test::Bytes;
+using tandem::test::zlib_deflate;
 namespace format = tandem::format;
 
 Bytes compress(const Bytes& in, DeflateContainer c, int level = 6, std::size_t chunk = 64u << 10,
@@ -65,20 +66,6 @@ bool zlib_inflate(const Bytes& in, int window_bits, Bytes* out) {
 }
 
 // zlib's deflate in one container (windowBits 31, 15 or -15).
-Bytes zlib_deflate(const Bytes& in, int window_bits, int level = 6) {
-  z_stream z{};
-  EXPECT_EQ(deflateInit2(&z, level, Z_DEFLATED, window_bits, 8, Z_DEFAULT_STRATEGY), Z_OK);
-  Bytes out(deflateBound(&z, in.size()) + 64);
-  z.next_in = const_cast<Bytef*>(in.data());
-  z.avail_in = static_cast<uInt>(in.size());
-  z.next_out = out.data();
-  z.avail_out = static_cast<uInt>(out.size());
-  EXPECT_EQ(deflate(&z, Z_FINISH), Z_STREAM_END);
-  out.resize(z.total_out);
-  deflateEnd(&z);
-  return out;
-}
-
 std::vector<Bytes> sample_inputs(std::size_t chunk) {
   return {Bytes{},
           Bytes{42},

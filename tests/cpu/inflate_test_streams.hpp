@@ -13,25 +13,15 @@
 #include <stdexcept>
 #include <vector>
 
+#include "support/test_support.hpp"
+
 namespace tandem::test::inflate_streams {
 
 using Bytes = std::vector<std::uint8_t>;
 
 // Raw deflate of data by zlib at `level` with `strategy`.
 inline Bytes zlib_raw(const Bytes& data, int level, int strategy = Z_DEFAULT_STRATEGY) {
-  z_stream z{};
-  if (deflateInit2(&z, level, Z_DEFLATED, -15, 8, strategy) != Z_OK) throw std::runtime_error("deflateInit2");
-  Bytes out(deflateBound(&z, data.size()) + 16);
-  z.next_in = const_cast<Bytes::value_type*>(data.data());
-  z.avail_in = static_cast<uInt>(data.size());
-  z.next_out = out.data();
-  z.avail_out = static_cast<uInt>(out.size());
-  const int rc = deflate(&z, Z_FINISH);
-  const std::size_t n = z.total_out;
-  deflateEnd(&z);
-  if (rc != Z_STREAM_END) throw std::runtime_error("deflate");
-  out.resize(n);
-  return out;
+  return test::zlib_deflate(data, -15, level, strategy);
 }
 
 // Raw deflate of data by libdeflate at `level` (1-12).

@@ -55,14 +55,7 @@ TEST(ScanDevice, OneBatchOfEveryArchiveEqualsScan) {
 }
 
 TEST(ScanDevice, WellFormedArchivesDecodeOnTheDevice) {
-  const Bytes text = test::text_like_bytes(300000, 31), rnd = test::random_bytes(200000, 32);
-  std::vector<Case> cases = {{"a.gz", scan_cases::gzip(text)},
-                             {"b.lz4", scan_cases::lz4(text, 64u << 10, true)},
-                             {"c.zst", scan_cases::zstd(rnd, 1, true)},
-                             {"d.zst", scan_cases::zstd_raw_rle(scan_cases::cat(Bytes(4u << 17, 9), rnd), true)},
-                             {"e.zip", scan_cases::zip_of({{"x", text}, {"y", rnd}})}};
-  const Bytes tar = scan_cases::tar_of({{"t.txt", text}, {"u.bin", rnd}});
-  if (!tar.empty()) cases.push_back({"f.tar.gz", scan_cases::gzip(tar)});
+  const std::vector<Case> cases = scan_cases::well_formed_cases(1, 31);
   ScanLimits l;
   l.max_ratio = 1u << 20;  // zstd's RLE blocks decode to 30000 times their size
   DeviceScanResult r;
@@ -70,7 +63,7 @@ TEST(ScanDevice, WellFormedArchivesDecodeOnTheDevice) {
   EXPECT_EQ(r.stats.rejected_blocks, 0u);
   EXPECT_EQ(r.stats.cpu_blocks, 0u);
   EXPECT_EQ(r.stats.unsupported_blocks, 0u);
-  EXPECT_GT(r.stats.gpu_bytes, 3 * text.size() + 2 * rnd.size() + (4u << 17));
+  EXPECT_GT(r.stats.gpu_bytes, 3 * 300000u + 2 * 200000u + (4u << 17));  // the sizes well_formed_cases(1) takes
   EXPECT_EQ(r.stats.layers, 1u);  // every decoder's blocks of every archive in one round
 }
 

@@ -57,14 +57,7 @@ TEST(ScanGpu, OneBatchOfEveryArchiveEqualsScan) {
 
 TEST(ScanGpu, WellFormedArchivesDecodeOnTheDevice) {
   SKIP_WITHOUT_GPU();
-  const Bytes text = test::text_like_bytes(3000000, 41), rnd = test::random_bytes(2000000, 42);
-  std::vector<Case> cases = {{"a.gz", scan_cases::gzip(text)},
-                             {"b.lz4", scan_cases::lz4(text, 64u << 10, true)},
-                             {"c.zst", scan_cases::zstd(rnd, 1, true)},
-                             {"d.zst", scan_cases::zstd_raw_rle(scan_cases::cat(Bytes(40u << 17, 9), rnd), true)},
-                             {"e.zip", scan_cases::zip_of({{"x", text}, {"y", rnd}})}};
-  const Bytes tar = scan_cases::tar_of({{"t.txt", text}, {"u.bin", rnd}});
-  if (!tar.empty()) cases.push_back({"f.tar.gz", scan_cases::gzip(tar)});
+  const std::vector<Case> cases = scan_cases::well_formed_cases(10, 41);
   ScanLimits l;
   l.max_ratio = 1u << 20;  // zstd's RLE blocks decode to 30000 times their size
   DeviceScanResult r;

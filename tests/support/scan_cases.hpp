@@ -76,19 +76,7 @@ inline Bytes zstd_raw_rle(const Bytes& content, bool checksum) {
 }
 
 // gzip as the gzip tool and zlib write it (one member, no extra field).
-inline Bytes gzip(const Bytes& in, int level = 6) {
-  z_stream z{};
-  EXPECT_EQ(deflateInit2(&z, level, Z_DEFLATED, 31, 8, Z_DEFAULT_STRATEGY), Z_OK);
-  Bytes out(deflateBound(&z, static_cast<uLong>(in.size())) + 32);
-  z.next_in = const_cast<Bytes::value_type*>(in.data());
-  z.avail_in = static_cast<uInt>(in.size());
-  z.next_out = out.data();
-  z.avail_out = static_cast<uInt>(out.size());
-  EXPECT_EQ(deflate(&z, Z_FINISH), Z_STREAM_END);
-  out.resize(z.total_out);
-  deflateEnd(&z);
-  return out;
-}
+inline Bytes gzip(const Bytes& in, int level = 6) { return test::zlib_deflate(in, 31, level); }
 
 // gzip as tandem writes it (a chunk index in the header for larger inputs).
 inline Bytes gzip_indexed(const Bytes& in, int level = 1) {
@@ -268,6 +256,21 @@ inline std::vector<Case> all_cases() {
 }
 
 // The limits the cases run under: small enough that the bombs hit them.
+// Well-formed archives of every kind the device decodes whole (gzip, LZ4
+// frames, zstd with compressed and with raw and RLE blocks, ZIP, tar.gz),
+// of text and random bytes `scale` times 300 and 200 KB.
+inline std::vector<Case> well_formed_cases(std::size_t scale, std::uint64_t seed) {
+  const Bytes text = test::text_like_bytes(300000 * scale, seed), rnd = test::random_bytes(200000 * scale, seed + 1);
+  std::vector<Case> cases = {{"a.gz", gzip(text)},
+                             {"b.lz4", lz4(text, 64u << 10, true)},
+                             {"c.zst", zstd(rnd, 1, true)},
+                             {"d.zst", zstd_raw_rle(cat(Bytes(scale * (4u << 17), 9), rnd), true)},
+                             {"e.zip", zip_of({{"x", text}, {"y", rnd}})}};
+  const Bytes tar = tar_of({{"t.txt", text}, {"u.bin", rnd}});
+  if (!tar.empty()) cases.push_back({"f.tar.gz", gzip(tar)});
+  return cases;
+}
+
 inline std::vector<ScanLimits> all_limits() {
   std::vector<ScanLimits> l(4);
   l[1].max_ratio = 100;

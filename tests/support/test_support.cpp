@@ -3,6 +3,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 #include <xxhash.h>
+#include <zlib.h>
 
 #include <array>
 #include <cstdio>
@@ -90,6 +91,22 @@ TempDir::TempDir() {
 TempDir::~TempDir() {
   std::error_code ec;
   fs::remove_all(path_, ec);
+}
+
+Bytes zlib_deflate(const Bytes& in, int window_bits, int level, int strategy) {
+  z_stream z{};
+  if (deflateInit2(&z, level, Z_DEFLATED, window_bits, 8, strategy) != Z_OK) throw std::runtime_error("deflateInit2");
+  Bytes out(deflateBound(&z, static_cast<uLong>(in.size())) + 64);
+  z.next_in = const_cast<Bytes::value_type*>(in.data());
+  z.avail_in = static_cast<uInt>(in.size());
+  z.next_out = out.data();
+  z.avail_out = static_cast<uInt>(out.size());
+  const int rc = deflate(&z, Z_FINISH);
+  const std::size_t n = z.total_out;
+  deflateEnd(&z);
+  if (rc != Z_STREAM_END) throw std::runtime_error("deflate");
+  out.resize(n);
+  return out;
 }
 
 Bytes read_file(const fs::path& p) {

@@ -40,6 +40,11 @@ class TempDir {
 };
 
 Bytes read_file(const std::filesystem::path& p);
+
+// zlib's deflate of `in` (window_bits as deflateInit2 takes them: 31 for
+// gzip, 15 for zlib, -15 for raw deflate) at `level` with `strategy`
+// (0: Z_DEFAULT_STRATEGY); throws std::runtime_error when zlib fails.
+Bytes zlib_deflate(const Bytes& in, int window_bits, int level = 6, int strategy = 0);
 void write_file(const std::filesystem::path& p, const Bytes& data);
 
 // Runs `command` through /bin/sh; returns its exit status (or -1), stdout in *out.
