@@ -155,6 +155,8 @@ std::vector<std::pair<const char*, double>> time_split(const DeviceScanStats& s)
   for (const auto& p : v) covered += p.second;
   v.insert(v.begin(), {"call", s.seconds});
   v.push_back({"other", s.seconds - covered});
+  // Not a phase of its own: the part of "device" spent inside the device's calls.
+  v.push_back({"device_calls", s.device_call_seconds});
   return v;
 }
 

@@ -71,7 +71,9 @@ struct DeviceScanStats {
   double walk_seconds = 0;             //   the host's discovery walks and parsing of structure
   double final_walk_seconds = 0;       //   the final walks (with the CPU decodes they ask for) and entry table
   double prepare_seconds = 0;          //   block layout (zstd frames with compressed blocks decoded here)
-  double device_seconds = 0;           //   dispatches, their waits and transfers, checks of the outputs
+  double device_seconds = 0;           //   dispatches, their waits and transfers, checks of the outputs;
+  double device_call_seconds = 0;      //     of which inside the device's calls (launches and their waits,
+                                       //     transfers; with the emulation, the emulated kernels)
   double cpu_seconds = 0;              //   whole inputs the device rejected or cannot take, on the CPU
   double gather_seconds = 0;           //   the final gather of every entry into the result
   bool emulated = false;               // true when no device was used

@@ -287,6 +287,15 @@ class Batch {
   Status device_crcs(const std::vector<Op*>& ops, const std::vector<char>& good, const std::vector<char>& whole,
                      std::vector<std::uint32_t>* crcs);
   Status decode_on_cpu(Op& op);
+  // A call of the device's, its time counted in stats().device_call_seconds
+  // (from the dispatching thread only).
+  template <class F>
+  Status waited(F&& call) {
+    const auto t = std::chrono::steady_clock::now();
+    const Status s = call();
+    stats_.device_call_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+    return s;
+  }
 
   gpu::ScanDevice& dev_;
   const ScanLimits& limits_;
@@ -535,7 +544,9 @@ Status Batch::dispatch() {
           break;
         }
         case Piece::cpu:
-          if (Status s = dev_.upload(out + p.out_at, op->host_pieces[p.host].data(), op->host_pieces[p.host].size());
+          if (Status s = waited([&] {
+                return dev_.upload(out + p.out_at, op->host_pieces[p.host].data(), op->host_pieces[p.host].size());
+              });
               !s) {
             return s;
           }
@@ -547,9 +558,9 @@ Status Batch::dispatch() {
   if (!inflates.empty()) ++stats_.dispatches;
   if (!lz4s.empty()) ++stats_.dispatches;
   if (!copies.empty()) ++stats_.dispatches;
-  if (Status s = dev_.inflate(inflates); !s) return s;
-  if (Status s = dev_.lz4(lz4s); !s) return s;
-  if (Status s = dev_.copy(copies); !s) return s;
+  if (Status s = waited([&] { return dev_.inflate(inflates); }); !s) return s;
+  if (Status s = waited([&] { return dev_.lz4(lz4s); }); !s) return s;
+  if (Status s = waited([&] { return dev_.copy(copies); }); !s) return s;
 
   // Each output's blocks, then its first bytes, which say whether it is a
   // file or a layer to parse (those come back whole, as do outputs with an
@@ -695,10 +706,10 @@ Status Batch::fetch_heads(const std::vector<Op*>& ops, const std::vector<char>& 
     j.item.size = std::min<std::uint64_t>(ops[which[k]]->out.size, kHeadBytes);
     jobs.push_back(j);
   }
-  if (Status s = dev_.copy(jobs); !s) return s;
+  if (Status s = waited([&] { return dev_.copy(jobs); }); !s) return s;
   const std::size_t bytes = which.size() * kHeadBytes;
   std::uint8_t* const heads = keep_raw(bytes);
-  if (Status s = dev_.download(heads, d, bytes); !s) return s;
+  if (Status s = waited([&] { return dev_.download(heads, d, bytes); }); !s) return s;
   stats_.device_to_host_bytes += bytes;
   for (std::size_t k = 0; k < which.size(); ++k) ops[which[k]]->out.head = heads + k * kHeadBytes;
   return {};
@@ -743,12 +754,12 @@ Status Batch::fetch_whole(const std::vector<Op*>& ops, const std::vector<char>& 
     at += op.out.size;
   }
   if (jobs.empty()) return {};
-  if (Status s = dev_.copy(jobs); !s) return s;
+  if (Status s = waited([&] { return dev_.copy(jobs); }); !s) return s;
   for (const gpu::ScanCopyJob& j : jobs) {
     if (j.status != gpu::ScanCopyStatus::ok) return {StatusCode::device_error, "the copy of outputs to fetch failed"};
   }
   stats_.device_to_host_bytes += at;
-  return dev_.download(host, packed, static_cast<std::size_t>(at));
+  return waited([&] { return dev_.download(host, packed, static_cast<std::size_t>(at)); });
 }
 
 // The CRC-32 of every good output that stays on the device and has one to
@@ -771,7 +782,7 @@ Status Batch::device_crcs(const std::vector<Op*>& ops, const std::vector<char>& 
   }
   if (pieces.empty()) return {};
   ++stats_.dispatches;
-  if (Status s = dev_.crc32(pieces); !s) return s;
+  if (Status s = waited([&] { return dev_.crc32(pieces); }); !s) return s;
   static const uLong join_piece = crc32_combine_gen(static_cast<z_off_t>(gpu::kScanCrcPiece));
   // The first piece's CRC-32 is the output's so far (joined to the CRC-32 of
   // nothing it would stay the same), so most outputs, one piece long, need
