@@ -76,16 +76,12 @@ class CudaScanDevice final : public ScanDevice {
   }
 
   Status upload(void* dst, const void* src, std::size_t bytes) override {
-    if (!bytes) return {};
-    TANDEM_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, stream_), "scan upload");
-    TANDEM_CUDA_CHECK(cudaStreamSynchronize(stream_), "scan upload");
-    return {};
+    const ScanUpload one{dst, src, bytes};
+    return upload_many({&one, 1});
   }
   Status download(void* dst, const void* src, std::size_t bytes) override {
-    if (!bytes) return {};
-    TANDEM_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, stream_), "scan download");
-    TANDEM_CUDA_CHECK(cudaStreamSynchronize(stream_), "scan download");
-    return {};
+    const ScanTransfer one{dst, src, bytes};
+    return download_many({&one, 1});
   }
 
   Status download_many(std::span<const ScanTransfer> transfers) override {
