@@ -29,6 +29,7 @@ namespace tandem::cli {
 namespace {
 
 constexpr int kMaxLevel = 12;
+constexpr int kMaxZstdLevel = 19;  // as the zstd tool without --ultra
 constexpr int kMinLevel = -65537;  // liblz4's largest acceleration
 
 bool all_digits(std::string_view s) {
@@ -221,7 +222,7 @@ void add_file_options(CLI::App* app, FileArgs* a) {
                 "Remove each input after its output was written and verified")
       ->excludes(keep);
   app->add_option("--level", a->level,
-                  "Compression level, usually written -N: -1 (default) .. -12; "
+                  "Compression level, usually written -N: -1 (default) .. -12 (zstd: -19); "
                   "--fast=N is level -N")
       ->type_name("N")
       ->take_last();
@@ -252,10 +253,11 @@ void add_file_options(CLI::App* app, FileArgs* a) {
   app->add_option("--json", a->json, "Write those figures for every file as JSON to FILE")->type_name("FILE");
   app->add_option("--codec", a->codec,
                   "Format: lz4 (default), gzip (.gz), zlib (.zz), deflate (raw, .deflate), rans "
-                  "(tandem's rANS entropy coder, .rans) or lzr (tandem's LZ77 + rANS codec, .lzr); "
-                  "decompression recognises gzip, zlib, LZ4, rANS and lzr files by their first bytes")
+                  "(tandem's rANS entropy coder, .rans), lzr (tandem's LZ77 + rANS codec, .lzr) or zstd (.zst, "
+                  "libzstd on the CPU); decompression recognises gzip, zlib, LZ4, zstd, rANS and lzr files by "
+                  "their first bytes")
       ->type_name("NAME")
-      ->check(silent(CLI::IsMember({"lz4", "gzip", "zlib", "deflate", "rans", "lzr"})))
+      ->check(silent(CLI::IsMember({"lz4", "gzip", "zlib", "deflate", "rans", "lzr", "zstd"})))
       ->take_last();
 }
 
@@ -274,10 +276,18 @@ bool make_file_options(const FileArgs& a, bool decompress_command, FileOptions* 
     return false;
   }
   o->threads = a.threads;
-  if (!check_level(a.level, error)) return false;
-  o->frame.level = a.level;
   o->codec = a.codec;
   if (!o->decompress && o->codec.empty()) o->codec = "lz4";
+  if (o->codec == "zstd") {
+    if (a.level < 0 || a.level > kMaxZstdLevel) {
+      *error = "zstd takes levels -1 .. -" + std::to_string(kMaxZstdLevel);
+      return false;
+    }
+    o->zstd_level = a.level == 0 ? 3 : a.level;
+  } else if (!check_level(a.level, error)) {
+    return false;
+  }
+  o->frame.level = o->codec == "zstd" ? 0 : a.level;
   if (o->codec == "gzip" || o->codec == "zlib" || o->codec == "deflate") {
     if (a.level < 0) {
       *error = "--fast is an LZ4 level; " + o->codec + " takes levels -1 .. -12";
@@ -396,6 +406,7 @@ CommandLine parse_command_line(int argc, char** argv) {
         "--fast=N is faster and larger as N grows. The last level given wins.\n"
         "Several -B may be combined: -B6 -BD -BX, or -B6DX.\n"
         "gzip, zlib, deflate: levels -1 .. -12 of libdeflate (default -6), 64 KiB chunks in parallel.\n"
+        "zstd: levels -1 .. -19 of libzstd (default -3), on the CPU, its worker threads; .zst files.\n"
         "rans: order-0 rANS entropy coding, no levels, 64 KiB blocks (-B sets another size) in parallel,\n"
         "XXH3-64 checksum.\n"
         "lzr: LZ77 + rANS streams (the GPU encoder's frames, coded here on the CPU), no levels,\n"

@@ -36,6 +36,7 @@ struct FileOptions {
   // zlib, LZ4, rANS, lzr), else a .deflate name means raw deflate.
   std::string codec;
   int deflate_level = 6;            // levels of gzip, zlib and deflate: 1..12
+  int zstd_level = 3;               // levels of zstd: 1..19
   std::size_t file_block_size = 0;  // rans, lzr: bytes per block from -B; 0 = the library's default
   int threads = 0;                  // 0 = all hardware threads
   bool stats = false;               // --stats: the scheduler's figures of each file on stderr

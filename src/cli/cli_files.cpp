@@ -34,6 +34,7 @@
 #include "tandem/deflate.hpp"
 #include "tandem/lzr_file.hpp"
 #include "tandem/rans_file.hpp"
+#include "tandem/zstd.hpp"
 #include "gpu/lz4_gpu_pipeline.hpp"
 
 namespace tandem::cli {
@@ -44,10 +45,10 @@ constexpr std::size_t kReadBack = 1u << 20;
 
 // The formats of compress and decompress. The deflate family goes through
 // tandem/deflate.hpp, LZ4 through the frame API, rANS and lzr files through
-// tandem/rans_file.hpp and tandem/lzr_file.hpp. A codec is a row of kFormats (its --codec name and
+// tandem/rans_file.hpp and tandem/lzr_file.hpp, zstd through tandem/zstd.hpp. A codec is a row of kFormats (its --codec name and
 // its files' suffix), a case in decompress_as and one in process_file's
 // compression, and its magic in detect_format.
-enum class Format { lz4, gzip, zlib, deflate, rans, lzr };
+enum class Format { lz4, gzip, zlib, deflate, rans, lzr, zstd };
 
 struct FormatInfo {
   Format format;
@@ -61,6 +62,7 @@ constexpr FormatInfo kFormats[] = {
     {Format::deflate, "deflate", ".deflate"},
     {Format::rans, "rans", ".rans"},
     {Format::lzr, "lzr", ".lzr"},
+    {Format::zstd, "zstd", ".zst"},
 };
 
 Format format_of(std::string_view codec) {
@@ -91,6 +93,7 @@ Format detect_format(Source& source, const std::string& input, const FileOptions
     const std::uint8_t* p = source.data();
     if (rans_file_magic(p, avail)) return Format::rans;
     if (lzr_file_magic(p, avail)) return Format::lzr;
+    if (avail >= 4 && p[0] == 0x28 && p[1] == 0xb5 && p[2] == 0x2f && p[3] == 0xfd) return Format::zstd;
     if (p[0] == 0x1f && p[1] == 0x8b) return Format::gzip;
     const bool lz4_magic = avail >= 4 && p[1] == 0x2a && p[2] == 0x4d && p[3] == 0x18;
     const bool lz4_frame = avail >= 4 && ((p[0] == 0x04 && p[1] == 0x22) || (p[0] == 0x02 && p[1] == 0x21)) &&
@@ -103,6 +106,7 @@ Format detect_format(Source& source, const std::string& input, const FileOptions
   if (input.ends_with(".deflate")) return Format::deflate;
   if (input.ends_with(".rans")) return Format::rans;  // its reader then says what is wrong
   if (input.ends_with(".lzr")) return Format::lzr;
+  if (input.ends_with(".zst")) return Format::zstd;
   return Format::lz4;
 }
 
@@ -240,6 +244,12 @@ Status decompress_as(Format format, Source& source, Sink& sink, const FileOption
       decode.progress = std::move(progress);
       return format == Format::rans ? rans_file_decompress_stream(source, sink, decode, stats)
                                     : lzr_file_decompress_stream(source, sink, decode, stats);
+    }
+    case Format::zstd: {
+      ZstdDecodeOptions decode;
+      decode.max_output = max_output;
+      decode.progress = std::move(progress);
+      return zstd_decompress_stream(source, sink, decode, stats);
     }
     case Format::lz4: break;
   }
@@ -460,6 +470,12 @@ bool process_file(const std::string& input, const FileOptions& options, std::vec
     encode.threads = options.threads;
     encode.progress = progress;
     status = lzr_file_compress_stream(source, sink, encode, &stats);
+  } else if (format == Format::zstd) {
+    ZstdOptions encode;
+    encode.level = options.zstd_level;
+    encode.threads = options.threads;
+    encode.progress = progress;
+    status = zstd_compress_stream(source, sink, encode, &stats);
   } else {
     Lz4FrameOptions frame = options.frame;
     frame.metrics = &run.metrics;
