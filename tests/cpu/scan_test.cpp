@@ -9,6 +9,7 @@
 
 #include <zstd.h>
 
+#include "support/scan_cases.hpp"
 #include "support/test_support.hpp"
 #include "tandem/deflate.hpp"
 #include "tandem/scan.hpp"
@@ -20,17 +21,7 @@ namespace {
 using test::Bytes;
 namespace fs = std::filesystem;
 
-Bytes zstd(const Bytes& in, int level = 3, bool checksum = false) {
-  Bytes out(ZSTD_compressBound(in.size()));
-  ZSTD_CCtx* c = ZSTD_createCCtx();
-  ZSTD_CCtx_setParameter(c, ZSTD_c_compressionLevel, level);
-  ZSTD_CCtx_setParameter(c, ZSTD_c_checksumFlag, checksum ? 1 : 0);
-  const std::size_t n = ZSTD_compress2(c, out.data(), out.size(), in.data(), in.size());
-  ZSTD_freeCCtx(c);
-  EXPECT_FALSE(ZSTD_isError(n));
-  out.resize(n);
-  return out;
-}
+Bytes zstd(const Bytes& in, int level = 3, bool checksum = false) { return scan_cases::zstd(in, level, checksum); }
 
 Bytes gzip(const Bytes& in) {
   DeflateOptions o;

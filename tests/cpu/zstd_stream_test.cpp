@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "support/scan_cases.hpp"
 #include "support/test_support.hpp"
 #include "tandem/zstd.hpp"
 
@@ -19,6 +20,7 @@ using tandem::StreamStats;
 using tandem::ZstdDecodeOptions;
 using tandem::ZstdOptions;
 using tandem::test::Bytes;
+namespace scan_cases = tandem::scan_cases;
 
 Bytes compress(const Bytes& in, const ZstdOptions& o = {}, StreamStats* stats = nullptr) {
   Bytes out;
@@ -39,18 +41,6 @@ tandem::Status decompress(const Bytes& in, Bytes* out, const ZstdDecodeOptions& 
   if (s.ok()) s = sink->flush();
   sink.reset();
   return s;
-}
-
-Bytes libzstd_compress(const Bytes& in, int level, bool checksum) {
-  Bytes out(ZSTD_compressBound(in.size()));
-  ZSTD_CCtx* c = ZSTD_createCCtx();
-  ZSTD_CCtx_setParameter(c, ZSTD_c_compressionLevel, level);
-  ZSTD_CCtx_setParameter(c, ZSTD_c_checksumFlag, checksum ? 1 : 0);
-  const std::size_t n = ZSTD_compress2(c, out.data(), out.size(), in.data(), in.size());
-  ZSTD_freeCCtx(c);
-  EXPECT_FALSE(ZSTD_isError(n));
-  out.resize(n);
-  return out;
 }
 
 Bytes libzstd_decompress(const Bytes& frame) {
@@ -92,7 +82,7 @@ TEST(ZstdStream, EveryLevelRoundTripsAndLibzstdReadsIt) {
 
 TEST(ZstdStream, ReadsWhatLibzstdWritesConcatenatedWithSkippableFrames) {
   const Bytes a = tandem::test::random_bytes(200000, 6), b = tandem::test::mixed_bytes(500000, 7);
-  const Bytes fa = libzstd_compress(a, 1, true), fb = libzstd_compress(b, 19, false), fe = libzstd_compress({}, 3, true);
+  const Bytes fa = scan_cases::zstd(a, 1, true), fb = scan_cases::zstd(b, 19, false), fe = scan_cases::zstd({}, 3, true);
   Bytes skippable = {0x50, 0x2a, 0x4d, 0x18, 3, 0, 0, 0, 'x', 'y', 'z'};
   Bytes all = fa;
   all.insert(all.end(), skippable.begin(), skippable.end());
