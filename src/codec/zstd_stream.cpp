@@ -63,7 +63,14 @@ Status zstd_compress_stream(Source& in, Sink& out, const ZstdOptions& options, S
       ZSTD_outBuffer dst{room, cap, 0};
       left = ZSTD_compressStream2(c.get(), &dst, &src, last ? ZSTD_e_end : ZSTD_e_continue);
       if (ZSTD_isError(left)) {
-        return {StatusCode::invalid_argument, "zstd: the input's size changed while it was read"};
+        switch (ZSTD_getErrorCode(left)) {
+          case ZSTD_error_srcSize_wrong:
+            return {StatusCode::invalid_argument, "zstd: the input's size changed while it was read"};
+          case ZSTD_error_memory_allocation:
+            return {StatusCode::out_of_memory, "zstd: out of memory"};
+          default:
+            return {StatusCode::invalid_argument, "zstd: libzstd refused to compress"};
+        }
       }
       if (Status s = out.commit(dst.pos); !s) return s;
     } while (last ? left != 0 : src.pos < src.size);
