@@ -301,15 +301,21 @@ __global__ void __launch_bounds__(kItemThreads) lzr_plan_kernel(CompressArgs a) 
   }
 }
 
-// A warp per block slot: the block's header and streams at its place.
-__global__ void __launch_bounds__(kItemThreads) lzr_copy_kernel(CompressArgs a) {
-  const std::size_t b = warp_index();
+// A thread block per block slot: the block's header and streams at its
+// place, each stream copied by the whole block, 8 words a thread in flight
+// (a warp a slot, a word at a time, left the device waiting on memory: a
+// frame's few hundred slots are too few warps to hide it).
+constexpr int kCopyThreads = 256;
+__global__ void __launch_bounds__(kCopyThreads) lzr_copy_kernel(CompressArgs a) {
+  const std::size_t b = blockIdx.x;
   if (b >= a.blocks) return;
   const std::size_t item = b / a.per_item;
   const std::uint32_t n = slot_length(a, b);
   if (n == 0 || !a.item_ok[item]) return;
-  const simt::Warp w;
   std::uint8_t* out = static_cast<std::uint8_t*>(a.out_ptrs[item]) + a.offsets[b];
+  // Where the streams may lie: the rANS outputs or the raw streams of all slots.
+  const std::uint8_t* coded_hi = a.rans_out + a.blocks * (a.lit_out_cap + kShort * a.short_out_cap);
+  const std::uint8_t* raw_hi = a.streams + a.blocks * (a.block_size + std::size_t{kShort} * a.short_cap);
   std::uint32_t stored[lzr::kStreams];
   bool coded[lzr::kStreams];
   std::uint8_t* p = out + lzr::kBlockHeaderBytes;
@@ -317,10 +323,11 @@ __global__ void __launch_bounds__(kItemThreads) lzr_copy_kernel(CompressArgs a) 
     const StreamChoice c = choose(a, b, k);
     stored[k] = c.stored;
     coded[k] = c.coded;
-    simt::warp_copy(w, p, c.src, c.stored, c.src, c.src + c.stored);
+    simt::copy_words_share<8>(p, c.src, c.stored, c.coded ? a.rans_out : a.streams, c.coded ? coded_hi : raw_hi,
+                              threadIdx.x, kCopyThreads);
     p += c.stored;
   }
-  if (lane_id() == 0) body::write_block_header(out, a.lengths[b * lzr::kStreams + lzr::kMatchLengths], stored, coded);
+  if (threadIdx.x == 0) body::write_block_header(out, a.lengths[b * lzr::kStreams + lzr::kMatchLengths], stored, coded);
 }
 
 // ---------------------------------------------------------- decompress ----
@@ -617,7 +624,7 @@ Status lzr_compress_async(const void* const* d_in_ptrs, const std::size_t* d_in_
     }
   }
   lzr_plan_kernel<<<static_cast<unsigned>(blocks_for(num_items, kItemWarps)), kItemThreads, 0, s>>>(a);
-  if (l.blocks > 0) lzr_copy_kernel<<<static_cast<unsigned>(blocks_for(l.blocks, kItemWarps)), kItemThreads, 0, s>>>(a);
+  if (l.blocks > 0) lzr_copy_kernel<<<static_cast<unsigned>(l.blocks), kCopyThreads, 0, s>>>(a);
   return launch_status();
 }
 

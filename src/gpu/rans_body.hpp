@@ -875,7 +875,8 @@ TANDEM_HD std::uint32_t raw_symbols(std::uint32_t count) {
 }
 
 // Encodes the chunk in[0, n) (n >= 1) with K lanes (1 <= K <= min(32, n)):
-// lane l's final state (>= 2^16) to states[l], the words to words_end[-W, 0). Returns
+// lane l's final state (>= 2^16) to states[l], the words to words_end[-W, 0)
+// (room: words_end[-n, 0)). Returns
 // W (at most one word per coded symbol). table: encode entries of 256 symbols.
 // ring: kEncRingBytes, 4-aligned, the warp's own, for staging the chunk's bytes.
 TANDEM_HD std::uint32_t encode_chunk(const Warp& w, const std::uint8_t* in, std::uint32_t n, std::uint32_t K,
@@ -929,24 +930,31 @@ TANDEM_HD std::uint32_t encode_chunk(const Warp& w, const std::uint8_t* in, std:
       load_next();
     }
   };
-  std::uint32_t written = 0;  // words written: words_end[-written, 0)
+  // The words written so far: base[pos, n), where base = words_end - n (a
+  // chunk writes at most a word a symbol). A step moves pos down by its
+  // count of words (the same in every lane), and each emitting lane writes
+  // at pos plus its rank among them: a 32-bit sum and one wide product for
+  // the address; the store and the state's shift are predicated.
+  std::uint16_t* const base = simt::opaque(words_end - n);
+  std::uint32_t pos = n;
   const Lanes<std::uint32_t> below = w.map([](int l) { return (1u << l) - 1u; });  // the lanes below l
   // Step t, lane l's symbol symbol_at(l). `checked`: some lanes may have no
   // symbol at t (tested per lane); otherwise K = 32 and every lane codes one.
+  // An absent lane's entry is all zero, with which encode_step keeps x.
   const auto step = [&](std::uint32_t t, auto checked, auto symbol_at) {
     constexpr bool kChecked = decltype(checked)::value;
     const auto active = [&](int l) { return !kChecked || t < coded[l]; };
     const Lanes<EncSym> e = w.map([&](int l) { return active(l) ? table[symbol_at(l)] : EncSym{0, 0, 0, 0}; });
     const Lanes<bool> emit = w.map([&](int l) { return active(l) && x[l] > e[l].emit; });
     const std::uint32_t mask = w.ballot(emit);
-    written += static_cast<std::uint32_t>(simt::popcount(mask));
+    pos -= static_cast<std::uint32_t>(simt::popcount(mask));
     w.each([&](int l) {
+      const std::uint32_t v = x[l];
       if (emit[l]) {
-        words_end[static_cast<std::int32_t>(simt::popcount(mask & below[l])) - static_cast<std::int32_t>(written)] =
-            static_cast<std::uint16_t>(x[l]);
-        x[l] >>= 16;
+        simt::store_global_u16(base + (pos + static_cast<std::uint32_t>(simt::popcount(mask & below[l]))),
+                               static_cast<std::uint16_t>(v));
       }
-      if (active(l)) x[l] = encode_step(x[l], e[l]);
+      x[l] = encode_step(emit[l] ? v >> 16 : v, e[l]);
     });
   };
   const auto at_position = [&](std::uint32_t t) {
@@ -976,7 +984,7 @@ TANDEM_HD std::uint32_t encode_chunk(const Warp& w, const std::uint8_t* in, std:
   w.each([&](int l) {
     if (static_cast<std::uint32_t>(l) < K) states[l] = x[l];
   });
-  return written;
+  return n - pos;
 }
 
 // A chunk's states on the wire: a nibble per lane (low nibble first) of

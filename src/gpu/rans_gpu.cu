@@ -305,6 +305,7 @@ __global__ void __launch_bounds__(kHistThreads) rans_histogram_kernel(CompressAr
   }
 }
 
+
 __global__ void __launch_bounds__(kItemThreads) rans_table_kernel(CompressArgs a) {
   __shared__ std::uint32_t freq_all[kItemWarps][256];
   __shared__ std::uint32_t scratch_all[kItemWarps][body::kTableScratchWords];
@@ -358,37 +359,13 @@ __device__ __forceinline__ void copy_payload(const CompressArgs& a, std::size_t 
   const std::uint32_t mine = lane < lanes ? a.states[slot * rans::kMaxLanes + lane] : 0u;
   body::pack_states_with([&](std::uint32_t l) { return __shfl_sync(simt::kFullMask, mine, static_cast<int>(l)); },
                          lanes, out, lane == 0);
-  // The words after them, as bytes: each lane writes whole aligned 4-byte
-  // words of the destination, each joined from the two aligned 4-byte
-  // words of the source that hold its bytes (the scratch has room past the
-  // last chunk's words for those reads), with kCopyBatch of them in flight
-  // per lane before their stores; the destination's first and last (up to
-  // 3) bytes go one at a time.
+  // The words after them, as bytes, the warp together (8 words a lane in
+  // flight); the scratch has room past the last chunk's words for the
+  // aligned reads that reach past a chunk's.
   const auto* src = reinterpret_cast<const std::uint8_t*>(a.words + slot * a.chunk_size + len - m.y);
-  std::uint8_t* dst = out + sb;
-  const std::uint32_t bytes = 2 * m.y;
-  const std::uint32_t head = min(bytes, (4u - static_cast<std::uint32_t>(reinterpret_cast<std::uintptr_t>(dst) & 3u)) & 3u);
-  const std::uint32_t body = (bytes - head) / 4;  // aligned words of the destination
-  const std::uint32_t tail = head + 4 * body;
-  if (lane < head) dst[lane] = src[lane];
-  if (lane < bytes - tail) dst[tail + lane] = src[tail + lane];
-  const std::uint32_t shift = static_cast<std::uint32_t>(reinterpret_cast<std::uintptr_t>(src + head) & 3u);
-  const std::uint8_t* from = src + head - shift;  // aligned
-  std::uint8_t* to = dst + head;                   // aligned
-  for (std::uint32_t q0 = 0; q0 < body; q0 += kWarpThreads * kCopyBatch) {
-    std::uint32_t lo[kCopyBatch], hi[kCopyBatch];
-#pragma unroll
-    for (int j = 0; j < kCopyBatch; ++j) {
-      const std::uint32_t q = q0 + static_cast<std::uint32_t>(j) * kWarpThreads + lane;
-      lo[j] = q < body ? simt::load_aligned_u32(from + 4 * q) : 0u;
-      hi[j] = q < body && shift ? simt::load_aligned_u32(from + 4 * q + 4) : 0u;
-    }
-#pragma unroll
-    for (int j = 0; j < kCopyBatch; ++j) {
-      const std::uint32_t q = q0 + static_cast<std::uint32_t>(j) * kWarpThreads + lane;
-      if (q < body) simt::store_aligned_u32(to + 4 * q, simt::funnel(lo[j], hi[j], shift));
-    }
-  }
+  const auto* words_lo = reinterpret_cast<const std::uint8_t*>(a.words);
+  const std::uint8_t* words_hi = words_lo + a.n * a.max_chunks * a.chunk_size * sizeof(std::uint16_t) + kCopyOverread;
+  simt::copy_words_share<kCopyBatch>(out + sb, src, 2 * m.y, words_lo, words_hi, lane, kWarpThreads);
 }
 
 // Items whose chunks the encode kernel placed itself (all in one unit).

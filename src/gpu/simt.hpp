@@ -53,6 +53,27 @@ TANDEM_HD int last_set(std::uint32_t mask) {
 #endif
 }
 
+// p, as a value the device compiler cannot see through: a pointer that
+// stays one register pair (addresses from it take one wide product)
+// rather than being rebuilt from the sums that made it at each use.
+template <class T>
+TANDEM_HD T* opaque(T* p) {
+#if defined(__CUDA_ARCH__)
+  asm("" : "+l"(p));
+#endif
+  return p;
+}
+
+// *p = v, where p points into global memory (on the device a global
+// store, which opaque() pointers would otherwise lose).
+TANDEM_HD void store_global_u16(std::uint16_t* p, std::uint16_t v) {
+#if defined(__CUDA_ARCH__)
+  __stwb(reinterpret_cast<unsigned short*>(p), v);
+#else
+  *p = v;
+#endif
+}
+
 TANDEM_HD int popcount(std::uint32_t mask) {
 #if defined(__CUDA_ARCH__)
   return __popc(mask);
@@ -494,6 +515,71 @@ TANDEM_HD void warp_copy(const Warp& w, std::uint8_t* dst, const std::uint8_t* s
       store_aligned_u32(d + 4 * k, v);
     }
   });
+}
+
+// Thread t's share, of `threads` threads, of a copy of len bytes from src to
+// dst (no overlap), reading nothing outside [src_lo, src_hi): whole aligned
+// 4-byte words of dst, each joined from the two aligned source words that
+// hold its bytes, kBatch of them in flight a thread before their stores (a
+// copy waits on memory once a batch, not once a word); dst's first and last
+// (up to 3) bytes go one at a time. Where the aligned source words would
+// reach outside [src_lo, src_hi), the words are read byte by byte.
+template <std::uint32_t kBatch>
+TANDEM_HD void copy_words_share(std::uint8_t* dst, const std::uint8_t* src, std::uint32_t len,
+                                const std::uint8_t* src_lo, const std::uint8_t* src_hi, std::uint32_t t,
+                                std::uint32_t threads) {
+  const std::uint32_t head =
+      len < ((4u - static_cast<std::uint32_t>(reinterpret_cast<std::uintptr_t>(dst) & 3u)) & 3u)
+          ? len
+          : (4u - static_cast<std::uint32_t>(reinterpret_cast<std::uintptr_t>(dst) & 3u)) & 3u;
+  const std::uint32_t words = (len - head) / 4;
+  const std::uint32_t tail = head + 4 * words;
+  if (t < head) dst[t] = src[t];
+  if (t < len - tail) dst[tail + t] = src[tail + t];
+  if (words == 0) return;
+  const std::uint8_t* s = src + head;
+  const std::uint32_t shift = static_cast<std::uint32_t>(reinterpret_cast<std::uintptr_t>(s) & 3u);
+  const std::uint8_t* from = s - shift;  // aligned
+  std::uint8_t* to = dst + head;         // aligned
+  const std::uintptr_t reach = reinterpret_cast<std::uintptr_t>(from) + 4u * words + (shift ? 4u : 0u);
+  const bool inside = reinterpret_cast<std::uintptr_t>(from) >= reinterpret_cast<std::uintptr_t>(src_lo) &&
+                      reach <= reinterpret_cast<std::uintptr_t>(src_hi);
+  if (!inside) {  // a word at a time, each tested
+    for (std::uint32_t q = t; q < words; q += threads) {
+      const std::uintptr_t at = reinterpret_cast<std::uintptr_t>(from + 4 * q);
+      std::uint32_t v;
+      if (at >= reinterpret_cast<std::uintptr_t>(src_lo) &&
+          at + (shift ? 8u : 4u) <= reinterpret_cast<std::uintptr_t>(src_hi)) {
+        v = funnel(load_aligned_u32(from + 4 * q), shift ? load_aligned_u32(from + 4 * q + 4) : 0u, shift);
+      } else {
+        const std::uint8_t* b = s + 4 * q;
+        v = b[0] | (std::uint32_t{b[1]} << 8) | (std::uint32_t{b[2]} << 16) | (std::uint32_t{b[3]} << 24);
+      }
+      store_aligned_u32(to + 4 * q, v);
+    }
+    return;
+  }
+  for (std::uint32_t q0 = 0; q0 < words; q0 += threads * kBatch) {
+    std::uint32_t lo[kBatch], hi[kBatch];
+    TANDEM_UNROLL
+    for (std::uint32_t j = 0; j < kBatch; ++j) {
+      const std::uint32_t q = q0 + j * threads + t;
+      lo[j] = q < words ? load_aligned_u32(from + 4 * q) : 0u;
+      hi[j] = q < words && shift ? load_aligned_u32(from + 4 * q + 4) : 0u;
+    }
+    TANDEM_UNROLL
+    for (std::uint32_t j = 0; j < kBatch; ++j) {
+      const std::uint32_t q = q0 + j * threads + t;
+      if (q < words) store_aligned_u32(to + 4 * q, funnel(lo[j], hi[j], shift));
+    }
+  }
+}
+
+// A warp copy of len bytes (copy_words_share, 8 words a lane in flight):
+// for long copies, where warp_copy waits on memory once a word.
+TANDEM_HD void warp_copy_batched(const Warp& w, std::uint8_t* dst, const std::uint8_t* src, std::uint32_t len,
+                                 const std::uint8_t* src_lo, const std::uint8_t* src_hi) {
+  w.each([&](int l) { copy_words_share<8>(dst, src, len, src_lo, src_hi, static_cast<std::uint32_t>(l), kWarpSize); });
 }
 
 // Thread t's share, of `threads` threads, of a copy of len bytes from src to
