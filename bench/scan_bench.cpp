@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -155,8 +156,10 @@ std::vector<std::pair<const char*, double>> time_split(const DeviceScanStats& s)
   for (const auto& p : v) covered += p.second;
   v.insert(v.begin(), {"call", s.seconds});
   v.push_back({"other", s.seconds - covered});
-  // Not a phase of its own: the part of "device" spent inside the device's calls.
+  // Not phases of their own: the part of "device" spent inside the device's
+  // calls, and the CPU pool's time on the inputs it decoded beside the device.
   v.push_back({"device_calls", s.device_call_seconds});
+  v.push_back({"cpu_pool", s.cpu_pool_seconds});
   return v;
 }
 
@@ -285,25 +288,31 @@ int run_scan_bench(const BenchConfig& config) {
     d.reset();
     ScanRow device{"gpu scan_to_device", "host -> device", all, {}, {}};
     ScanRow host{"gpu scan_to_device + copy_to_host", "host -> host", all, {}, {}};
+    // The same call with no input given to the CPU pool by the split, for
+    // comparison.
+    ScanRow gpu_only{"gpu scan_to_device, split off", "host -> device", all, {}, {}};
     if (gpu_ran) {
       if (!config.quiet) std::fprintf(stderr, "bench: scan: scan_to_device, timed\n");
       // Each run's result is freed after its clock stops.
       std::vector<DeviceScanStats> splits;
-      const auto timed = [&](bool to_host) {
+      const auto timed = [&](bool to_host, const DeviceScanOptions& o, bool keep_split) {
         Runs runs;
         std::vector<std::uint8_t> h;
         while (!runs.enough(config.gpu_min_seconds, config.gpu_min_runs)) {
           DeviceScanResult x;
           const auto t0 = Clock::now();
-          (void)scan_to_device(inputs, limits, options, &x);
+          (void)scan_to_device(inputs, limits, o, &x);
           if (to_host) (void)x.copy_to_host(&h);
           runs.add(std::chrono::duration<double>(Clock::now() - t0).count());
-          if (!to_host) splits.push_back(x.stats);
+          if (keep_split) splits.push_back(x.stats);
         }
         return runs.timing();
       };
-      device.timing = timed(false);
-      host.timing = timed(true);
+      device.timing = timed(false, options, true);
+      host.timing = timed(true, options, false);
+      DeviceScanOptions off = options;
+      off.cpu_block_bytes = UINT64_MAX;
+      gpu_only.timing = timed(false, off, false);
       if (!splits.empty()) {
         std::sort(splits.begin(), splits.end(),
                   [](const DeviceScanStats& a, const DeviceScanStats& b) { return a.seconds < b.seconds; });
@@ -311,10 +320,11 @@ int run_scan_bench(const BenchConfig& config) {
         have_timed_stats = true;
       }
     } else {
-      device.note = host.note = "no device";
+      device.note = host.note = gpu_only.note = "no device";
     }
     rows.push_back(std::move(device));
     rows.push_back(std::move(host));
+    rows.push_back(std::move(gpu_only));
   }
 
   // The reference of the goal: the CPU on 16 threads, or on all where fewer.
@@ -350,12 +360,17 @@ int run_scan_bench(const BenchConfig& config) {
       std::printf("entries equal: %s; bytes equal: %s%s%s\n", check.entries_equal ? "yes" : "no",
                   check.bytes_equal ? "yes" : "no", check.why.empty() ? "" : "; first difference: ",
                   check.why.c_str());
-      std::printf("blocks: %llu on the GPU (%llu bytes), %llu on the CPU (%llu bytes; %llu unsupported, %llu "
-                  "rejected); %llu layers, %llu dispatches; %llu bytes host->device, %llu device->host\n",
+      std::printf("blocks: %llu on the GPU (%llu bytes), %llu on the CPU (%llu bytes; of which %llu inputs by the "
+                  "split at %llu bytes, %llu bytes; %llu rejected by the GPU, %llu bytes); %llu unsupported on the "
+                  "GPU; %llu layers, %llu dispatches; %llu bytes host->device, %llu device->host\n",
                   static_cast<unsigned long long>(stats.gpu_blocks), static_cast<unsigned long long>(stats.gpu_bytes),
                   static_cast<unsigned long long>(stats.cpu_blocks), static_cast<unsigned long long>(stats.cpu_bytes),
-                  static_cast<unsigned long long>(stats.unsupported_blocks),
-                  static_cast<unsigned long long>(stats.rejected_blocks), static_cast<unsigned long long>(stats.layers),
+                  static_cast<unsigned long long>(stats.policy_blocks),
+                  static_cast<unsigned long long>(DeviceScanOptions{}.cpu_block_bytes),
+                  static_cast<unsigned long long>(stats.policy_bytes),
+                  static_cast<unsigned long long>(stats.rejected_blocks),
+                  static_cast<unsigned long long>(stats.rejected_bytes),
+                  static_cast<unsigned long long>(stats.unsupported_blocks), static_cast<unsigned long long>(stats.layers),
                   static_cast<unsigned long long>(stats.dispatches),
                   static_cast<unsigned long long>(stats.host_to_device_bytes),
                   static_cast<unsigned long long>(stats.device_to_host_bytes));
@@ -405,8 +420,12 @@ int run_scan_bench(const BenchConfig& config) {
                     {"gpu_bytes", stats.gpu_bytes},
                     {"cpu_blocks", stats.cpu_blocks},
                     {"cpu_bytes", stats.cpu_bytes},
+                    {"policy_blocks", stats.policy_blocks},
+                    {"policy_bytes", stats.policy_bytes},
+                    {"cpu_block_bytes", DeviceScanOptions{}.cpu_block_bytes},
                     {"unsupported_blocks", stats.unsupported_blocks},
                     {"rejected_blocks", stats.rejected_blocks},
+                    {"rejected_bytes", stats.rejected_bytes},
                     {"layers", stats.layers},
                     {"dispatches", stats.dispatches},
                     {"host_to_device_bytes", stats.host_to_device_bytes},

@@ -10,7 +10,9 @@
 //     is present: the call's time (archives in host memory, every file's bytes
 //     left in device memory: the host->device copy of the archives and the
 //     structure copied back to be parsed are inside it), and the call plus
-//     copy_to_host (the bytes back in host memory).
+//     copy_to_host (the bytes back in host memory); then the call again with
+//     the split off (DeviceScanOptions::cpu_block_bytes UINT64_MAX: no input
+//     given to the CPU pool for its size), for comparison.
 // Throughput is the files' bytes (every ok entry's, what the scan puts out)
 // per second, and archives per second. The GPU's entries (path, layer, size,
 // codec, status) and bytes are compared with the CPU's; "bytes equal: no"

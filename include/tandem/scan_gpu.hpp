@@ -19,6 +19,13 @@
 // CRC-32, LZ4 and zstd content checksums) are verified, a mismatch being the
 // entry's status as in scan().
 //
+// The GPU and the CPU share each layer: inputs with a large decode unit (a
+// long deflate stream, a large LZ4 block, a zstd frame that libzstd decodes;
+// DeviceScanOptions::cpu_block_bytes) are decoded whole by the CPU thread
+// pool while the device decodes the many small ones: a long stream is
+// decoded serially on either side, and a CPU core does it faster than one
+// warp. The CPU's bytes then go up to the device in one upload.
+//
 // With DeviceScanOptions::gpu false, or in a build or on a machine without a
 // CUDA device, the same descriptors, dispatches and fallbacks run through the
 // CPU emulations of the kernels (the kernels' own __host__ __device__
@@ -49,6 +56,18 @@ struct DeviceScanOptions {
   // CPU threads for the blocks that fall back to the CPU and for host-side
   // checks (0: all hardware threads).
   unsigned threads = 0;
+  // The hybrid's split: an input whose decode unit (a deflate stream, an
+  // LZ4 compressed block, a zstd frame with compressed blocks) expects at
+  // least this many bytes of output, or has at least this many compressed
+  // bytes, is decoded whole by the CPU pool while the device decodes the
+  // rest of the layer. Expected output is gzip's ISIZE, a ZIP entry's size,
+  // an LZ4 block's size (its compressed size where only bounded) and a zstd
+  // frame's content size (its compressed size where absent). 0: every input
+  // that needs a decoder goes to the CPU (stored data and zstd raw and RLE
+  // blocks stay on the device's copy kernel); UINT64_MAX: none does (the
+  // device takes all it can). Either way the result is the same.
+  static constexpr std::uint64_t kDefaultCpuBlockBytes = 256u << 10;
+  std::uint64_t cpu_block_bytes = kDefaultCpuBlockBytes;
 };
 
 // What the call did, for profiling. Blocks are descriptors of one dispatch
@@ -58,9 +77,13 @@ struct DeviceScanStats {
   std::uint64_t gpu_bytes = 0;         // bytes they produced
   std::uint64_t cpu_blocks = 0;        // blocks (or whole frames/members) decoded on the CPU instead
   std::uint64_t cpu_bytes = 0;         // bytes those produced
+  std::uint64_t policy_blocks = 0;     // inputs the split (cpu_block_bytes) gave the CPU pool: each decoded
+                                       // there while the device worked (in cpu_blocks when it succeeded)
+  std::uint64_t policy_bytes = 0;      // bytes those produced (part of cpu_bytes)
   std::uint64_t unsupported_blocks = 0;  // blocks the GPU said it cannot decode (zstd compressed blocks)
   std::uint64_t rejected_blocks = 0;     // inputs (a member, an entry, frames) whose device result failed a
                                          // check (bad data, wrong size, checksum): decoded again on the CPU
+  std::uint64_t rejected_bytes = 0;      // bytes the CPU produced for those (part of cpu_bytes)
   std::uint64_t layers = 0;            // dispatch rounds (layers of nesting across the batch)
   std::uint64_t dispatches = 0;        // launches: per layer at most 3 decoders and a CRC-32; the final gather
   std::uint64_t host_to_device_bytes = 0;
@@ -74,8 +97,13 @@ struct DeviceScanStats {
   double device_seconds = 0;           //   dispatches, their waits and transfers, checks of the outputs;
   double device_call_seconds = 0;      //     of which inside the device's calls (launches and their waits,
                                        //     transfers; with the emulation, the emulated kernels)
-  double cpu_seconds = 0;              //   whole inputs the device rejected or cannot take, on the CPU
+  double cpu_seconds = 0;              //   after the device's part: the inputs it rejected, decoded on the
+                                       //   CPU, and the wait for the pool's inputs (below) where the device
+                                       //   finished first
   double gather_seconds = 0;           //   the final gather of every entry into the result
+  double cpu_pool_seconds = 0;         // not a phase of its own: the CPU pool's time on the inputs it took
+                                       // at the start of each layer (the split's, and those the device cannot
+                                       // take), while the device part ran
   bool emulated = false;               // true when no device was used
 };
 

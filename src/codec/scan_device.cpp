@@ -9,13 +9,16 @@
 //     decoded so far reach, and records each op it meets that is not decoded
 //     yet (with the most it may produce: the ratio and output limits as far
 //     as the pass can tell, never less than the final walk allows);
-//   - the host parses the recorded ops' structure into block descriptors,
-//     and each decoder kind gets one dispatch for the blocks of every op of
-//     every archive (inflate, LZ4, the copy kernel for stored and zstd raw
-//     and RLE blocks, "unsupported" for zstd compressed blocks, whose frames
-//     libzstd decodes); the outputs come back to the host to be checked
-//     (sizes, CRC-32, xxHash content checksums) and, for containers, parsed;
-//     an op whose blocks the device rejects is decoded on the CPU instead;
+//   - the host parses the recorded ops' structure into block descriptors;
+//     ops with a large decode unit (DeviceScanOptions::cpu_block_bytes), and
+//     those the device cannot take, start at once on the CPU pool (from
+//     another thread), while each decoder kind gets one dispatch for the
+//     blocks of every other op of every archive (inflate, LZ4, the copy
+//     kernel for stored and zstd raw and RLE blocks, "unsupported" for zstd
+//     compressed blocks, whose frames libzstd decodes); the outputs come back
+//     to the host to be checked (sizes, CRC-32, xxHash content checksums)
+//     and, for containers, parsed; an op whose blocks the device rejects is
+//     decoded on the CPU too; the CPU's outputs then go up in one upload;
 //   - passes repeat, one layer of nesting deeper each time, until a pass
 //     records nothing; then the final pass walks each archive exactly as
 //     scan() does, taking each op's result when it succeeded within what the
@@ -30,7 +33,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
-#include <mutex>
+#include <future>
 #include <deque>
 #include <map>
 #include <memory>
@@ -164,6 +167,8 @@ struct Op {
   std::vector<std::vector<std::uint8_t>> host_pieces;  // zstd frames libzstd decoded
   std::uint64_t out_bytes = 0;                         // room in the dispatch's output
   bool on_cpu = false;                                 // decoded whole on the CPU
+  bool by_policy = false;                              // on_cpu by the split (its decode unit's size)
+  std::vector<std::uint8_t> host_out;                  // the CPU's output, until it goes up
 };
 
 // Parsed containers, kept across passes.
@@ -190,10 +195,11 @@ struct ArchiveState {
 // Everything one call shares across its archives and passes.
 class Batch {
  public:
-  Batch(gpu::ScanDevice& dev, const ScanLimits& limits, unsigned threads, std::size_t archives,
+  Batch(gpu::ScanDevice& dev, const ScanLimits& limits, const DeviceScanOptions& options, std::size_t archives,
         DeviceScanStats* stats)
-      : dev_(dev), limits_(limits), threads_(detail::effective_threads(static_cast<int>(std::min(threads, 1u << 16)))),
-        stats_(*stats), archives_(archives) {}
+      : dev_(dev), limits_(limits),
+        threads_(detail::effective_threads(static_cast<int>(std::min(options.threads, 1u << 16)))),
+        cpu_block_(options.cpu_block_bytes), stats_(*stats), archives_(archives) {}
   ~Batch() {
     for (void* p : allocations_) dev_.free(p);
   }
@@ -286,7 +292,12 @@ class Batch {
   Status fetch_whole(const std::vector<Op*>& ops, const std::vector<char>& whole);
   Status device_crcs(const std::vector<Op*>& ops, const std::vector<char>& good, const std::vector<char>& whole,
                      std::vector<std::uint32_t>* crcs);
-  Status decode_on_cpu(Op& op);
+  // Whether the split gives a decode unit of `out` expected and `in`
+  // compressed bytes to the CPU.
+  bool to_cpu(std::uint64_t out, std::uint64_t in) const { return std::max(out, in) >= cpu_block_; }
+  static void give_cpu(Op& op) { op.on_cpu = op.by_policy = true; }
+  void decode_on_cpu(Op& op);
+  Status upload_cpu_outputs(const std::vector<Op*>& ops);
   // A call of the device's, its time counted in stats().device_call_seconds
   // (from the dispatching thread only).
   template <class F>
@@ -300,13 +311,13 @@ class Batch {
   gpu::ScanDevice& dev_;
   const ScanLimits& limits_;
   int threads_;
+  std::uint64_t cpu_block_;
   DeviceScanStats& stats_;
   std::vector<ArchiveState> archives_;
   std::deque<std::vector<std::uint8_t>> kept_;
   std::vector<std::unique_ptr<std::uint8_t[]>> raw_;
   std::vector<void*> allocations_;
   std::map<std::size_t, std::uint64_t> decoded_;  // per archive: bytes all its ops produced (bounds the work)
-  std::mutex mutex_;  // keep(), alloc() and stats_ while the CPU decodes ops at once
   bool deeper_ = true;
 };
 
@@ -317,7 +328,7 @@ void Batch::prepare(Op& op) {
   op.checks.clear();
   op.host_pieces.clear();
   op.out_bytes = 0;
-  op.on_cpu = false;
+  op.on_cpu = op.by_policy = false;
   switch (op.kind) {
     case OpKind::gzip: prepare_gzip(op); break;
     case OpKind::lz4: prepare_lz4(op); break;
@@ -325,6 +336,10 @@ void Batch::prepare(Op& op) {
     case OpKind::zip_deflate:
       if (op.expected > op.cap || op.expected > gpu::kMaxItemSize || op.in.size > gpu::kMaxItemSize) {
         op.on_cpu = true;
+        break;
+      }
+      if (to_cpu(op.expected, op.in.size)) {
+        give_cpu(op);
         break;
       }
       op.pieces.push_back({Piece::inflate, 0, 0, op.expected, true, op.in.size, 0});
@@ -355,6 +370,9 @@ void Batch::prepare_gzip(Op& op) {
     op.on_cpu = true;
     return;
   }
+  // ISIZE is the size modulo 2^32: a member that lies below the split goes
+  // to the device, which then rejects it.
+  if (to_cpu(isize, payload)) return give_cpu(op);
   Piece p{Piece::inflate, 0, 0, isize, true, payload, 0};
   p.job = h.size;  // the payload's offset until the dispatch numbers the job
   op.pieces.push_back(p);
@@ -431,6 +449,9 @@ void Batch::prepare_lz4(Op& op) {
   }
   if (out > op.cap) return void(op.on_cpu = true);
   for (const Pending& b : blocks) {
+    if (b.compressed && to_cpu(b.exact ? b.size : b.in_size, b.in_size)) return give_cpu(op);
+  }
+  for (const Pending& b : blocks) {
     Piece pc{b.compressed ? Piece::lz4 : Piece::copy, 0, b.out_at, b.size, b.exact, b.in_size, 0};
     pc.job = static_cast<std::size_t>(b.in_at);
     op.pieces.push_back(pc);
@@ -445,6 +466,15 @@ void Batch::prepare_lz4(Op& op) {
 void Batch::prepare_zstd(Op& op) {
   zstd_frame::Parsed parsed;
   if (!zstd_frame::parse(op.in.span(), &parsed)) return void(op.on_cpu = true);
+  // A frame libzstd decodes is the decode unit: its content size (its
+  // compressed size where the header gives none).
+  for (const zstd_frame::Frame& f : parsed.frames) {
+    if (f.kind != zstd_frame::FrameKind::zstd) continue;
+    if (f.header.dict_id != 0) return void(op.on_cpu = true);
+    if (f.compressed_blocks != 0 && to_cpu(f.header.has_content_size ? f.header.content_size : f.size, f.size)) {
+      return give_cpu(op);
+    }
+  }
   std::uint64_t out = 0;
   for (const zstd_frame::Frame& f : parsed.frames) {
     if (f.kind != zstd_frame::FrameKind::zstd) continue;
@@ -503,6 +533,24 @@ Status Batch::dispatch() {
   stats_.prepare_seconds += seconds_since(t);
   t = std::chrono::steady_clock::now();
 
+  // The ops the CPU decodes whole (the split's, and those the device cannot
+  // take) start now on the pool, from another thread, while this one drives
+  // the device. They read their op's input and write only its state and
+  // host_out, which nothing below reads before the wait.
+  std::vector<Op*> pool_ops;
+  for (Op* op : ops) {
+    if (op->on_cpu) pool_ops.push_back(op);
+  }
+  double pool_seconds = 0;
+  std::future<void> pool;  // its destructor waits, on every return below
+  if (!pool_ops.empty()) {
+    pool = std::async(std::launch::async, [this, &pool_ops, &pool_seconds] {
+      const auto t0 = std::chrono::steady_clock::now();
+      detail::parallel_for(pool_ops.size(), threads_, [&](std::size_t i) { decode_on_cpu(*pool_ops[i]); });
+      pool_seconds = seconds_since(t0);
+    });
+  }
+
   // One output allocation for every op the device decodes.
   std::uint64_t total = 0;
   for (Op* op : ops) {
@@ -514,6 +562,7 @@ Status Batch::dispatch() {
   if (Status s = alloc(static_cast<std::size_t>(total), &base); !s) return s;
   std::vector<gpu::ScanDecodeJob> inflates, lz4s;
   std::vector<gpu::ScanCopyJob> copies;
+  std::vector<gpu::ScanUpload> host_pieces;  // zstd frames libzstd decoded: one upload
   for (Op* op : ops) {
     if (op->on_cpu) continue;
     std::uint8_t* out = base + op->out.size;
@@ -544,16 +593,15 @@ Status Batch::dispatch() {
           break;
         }
         case Piece::cpu:
-          if (Status s = waited([&] {
-                return dev_.upload(out + p.out_at, op->host_pieces[p.host].data(), op->host_pieces[p.host].size());
-              });
-              !s) {
-            return s;
-          }
+          host_pieces.push_back(
+              {out + p.out_at, op->host_pieces[p.host].data(), static_cast<std::size_t>(op->host_pieces[p.host].size())});
           stats_.host_to_device_bytes += p.size;
           break;
       }
     }
+  }
+  if (!host_pieces.empty()) {
+    if (Status s = waited([&] { return dev_.upload_many(host_pieces); }); !s) return s;
   }
   if (!inflates.empty()) ++stats_.dispatches;
   if (!lz4s.empty()) ++stats_.dispatches;
@@ -583,6 +631,7 @@ Status Batch::dispatch() {
   detail::parallel_for(ops.size(), threads_, [&](std::size_t i) {
     if (good[i]) good[i] = verify_checks(*ops[i], whole[i] ? nullptr : &device_crc[i]);
   });
+  std::vector<Op*> rejected;
   for (std::size_t i = 0; i < ops.size(); ++i) {
     Op& op = *ops[i];
     if (op.on_cpu) continue;
@@ -602,20 +651,34 @@ Status Batch::dispatch() {
     } else {
       ++stats_.rejected_blocks;
       op.on_cpu = true;
+      rejected.push_back(&op);
     }
   }
-  // What the device did not decode, the CPU does (the ops at once).
-  std::vector<Op*> cpu;
-  for (Op* op : ops) {
-    if (op->on_cpu) cpu.push_back(op);
-  }
-  std::vector<Status> st(cpu.size());
   stats_.device_seconds += seconds_since(t);
+
+  // What the device rejected, the CPU decodes too; then the pool's ops are
+  // waited for.
   t = std::chrono::steady_clock::now();
-  detail::parallel_for(cpu.size(), threads_, [&](std::size_t i) { st[i] = decode_on_cpu(*cpu[i]); });
+  detail::parallel_for(rejected.size(), threads_, [&](std::size_t i) { decode_on_cpu(*rejected[i]); });
+  if (pool.valid()) pool.get();
   stats_.cpu_seconds += seconds_since(t);
-  for (std::size_t i = 0; i < cpu.size(); ++i) {
-    if (!st[i]) return st[i];
+  stats_.cpu_pool_seconds += pool_seconds;
+
+  t = std::chrono::steady_clock::now();
+  std::vector<Op*> cpu = pool_ops;
+  cpu.insert(cpu.end(), rejected.begin(), rejected.end());
+  const Status up = upload_cpu_outputs(cpu);
+  stats_.device_seconds += seconds_since(t);
+  if (!up) return up;
+  for (const Op* op : cpu) {
+    if (op->by_policy) ++stats_.policy_blocks;
+    if (op->state != OpState::ok) continue;
+    ++stats_.cpu_blocks;
+    stats_.cpu_bytes += op->out.size;
+    if (op->by_policy) stats_.policy_bytes += op->out.size;
+  }
+  for (const Op* op : rejected) {
+    if (op->state == OpState::ok) stats_.rejected_bytes += op->out.size;
   }
   deeper_ = false;
   for (Op* op : ops) {
@@ -799,10 +862,11 @@ Status Batch::device_crcs(const std::vector<Op*>& ops, const std::vector<char>& 
   return {};
 }
 
-// The op's whole input through the CPU decoder, up to its cap; the bytes
-// go to the device for the entries and the layers below.
-Status Batch::decode_on_cpu(Op& op) {
-  std::vector<std::uint8_t> bytes;
+// The op's whole input through the CPU decoder, up to its cap, into
+// op.host_out (host work only: it runs on the pool beside the device's).
+void Batch::decode_on_cpu(Op& op) {
+  std::vector<std::uint8_t>& bytes = op.host_out;
+  bytes.clear();
   Status s;
   if (op.kind == OpKind::zip_deflate) {
     zip::Entry e;
@@ -817,30 +881,42 @@ Status Batch::decode_on_cpu(Op& op) {
   }
   if (!s) {
     op.state = OpState::failed;  // the final walk asks the CPU again, under its own limits
-    return {};
+    std::vector<std::uint8_t>().swap(bytes);
+    return;
+  }
+  op.state = OpState::ok;
+}
+
+// The outputs of `ops` that the CPU decoded go to the device: one allocation
+// and one upload for all (the layers below and the entries read them there).
+// Their host copies stay, for the walks.
+Status Batch::upload_cpu_outputs(const std::vector<Op*>& ops) {
+  std::uint64_t total = 0;
+  for (const Op* op : ops) {
+    if (op->state == OpState::ok) total += (op->host_out.size() + 255) / 256 * 256;
   }
   std::uint8_t* d = nullptr;
-  std::vector<std::uint8_t>* kept;
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    kept = &keep();
+  if (!dev_.emulated() && total) {
+    if (Status s = alloc(static_cast<std::size_t>(total), &d); !s) return s;
+  }
+  std::vector<gpu::ScanUpload> uploads;
+  std::uint64_t at = 0;
+  for (Op* op : ops) {
+    if (op->state != OpState::ok) continue;
+    std::vector<std::uint8_t>& kept = keep();
+    kept = std::move(op->host_out);
+    const std::uint64_t n = kept.size();
+    std::uint8_t* dev = kept.data();
     if (!dev_.emulated()) {
-      if (Status a = alloc(bytes.size(), &d); !a) return a;
+      dev = d + at;
+      uploads.push_back({dev, kept.data(), static_cast<std::size_t>(n)});
+      stats_.host_to_device_bytes += n;
+      at += (n + 255) / 256 * 256;
     }
+    op->out = {kept.data(), kept.data(), dev, n};
   }
-  if (!dev_.emulated()) {
-    if (Status u = dev_.upload(d, bytes.data(), bytes.size()); !u) return u;
-  }
-  *kept = std::move(bytes);
-  op.out = {kept->data(), kept->data(), dev_.emulated() ? kept->data() : d, kept->size()};
-  op.state = OpState::ok;
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    ++stats_.cpu_blocks;
-    stats_.cpu_bytes += op.out.size;
-    if (!dev_.emulated()) stats_.host_to_device_bytes += op.out.size;
-  }
-  return {};
+  if (uploads.empty()) return {};
+  return waited([&] { return dev_.upload_many(uploads); });
 }
 
 // ---------------------------------------------------------------- the walk ----
@@ -1004,10 +1080,10 @@ struct Root {
   std::string name;
 };
 
-Status scan_roots(std::vector<Root>& roots, const ScanLimits& limits, gpu::ScanDevice& dev, unsigned threads,
-                  DeviceScanResult* result) {
+Status scan_roots(std::vector<Root>& roots, const ScanLimits& limits, gpu::ScanDevice& dev,
+                  const DeviceScanOptions& options, DeviceScanResult* result) {
   DeviceScanStats& stats = result->stats;
-  Batch batch(dev, limits, threads, roots.size(), &stats);
+  Batch batch(dev, limits, options, roots.size(), &stats);
   // Discovery passes, a layer of nesting deeper each, until nothing is new
   // (or the last dispatch decoded only files, below which nothing can be).
   // An archive's walks touch only its own state: the archives walk at once.
@@ -1158,7 +1234,7 @@ Status scan_to_device(std::span<const ScanInput> archives, const ScanLimits& lim
   }
   if (Status s = dev->upload_many(uploads); !s) return s;
   result->stats.upload_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  const Status s = scan_roots(roots, limits, *dev, options.threads, result);
+  const Status s = scan_roots(roots, limits, *dev, options, result);
   result->stats.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return s;
 }
@@ -1177,7 +1253,7 @@ Status scan_device_archive(const void* d_archive, std::uint64_t size, std::strin
   result->stats.upload_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   std::vector<Root> roots(1);
   roots[0] = {{host.data(), host.data(), static_cast<const std::uint8_t*>(d_archive), size}, std::string(name)};
-  const Status s = scan_roots(roots, limits, *dev, options.threads, result);
+  const Status s = scan_roots(roots, limits, *dev, options, result);
   result->stats.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return s;
 }

@@ -5,7 +5,11 @@
 // the hostile ones (bombs, corrupted members, lying sizes, truncated
 // headers, traversal names, depth and entry limits), one archive at a time
 // and in batches; and the blocks that the device takes really go to it.
+// The split between the device and the CPU pool (cpu_block_bytes) runs at
+// 0 (every decoder's input on the CPU), small, default and UINT64_MAX (all
+// on the device), each giving scan()'s result.
 #include <algorithm>
+#include <cstdint>
 
 #include "support/scan_cases.hpp"
 
@@ -18,11 +22,14 @@ using scan_cases::Case;
 using scan_cases::expect_same_as_scan;
 using test::Bytes;
 
-DeviceScanOptions emulated() {
+DeviceScanOptions emulated(std::uint64_t cpu_block_bytes = DeviceScanOptions::kDefaultCpuBlockBytes) {
   DeviceScanOptions o;
   o.gpu = false;
+  o.cpu_block_bytes = cpu_block_bytes;
   return o;
 }
+
+constexpr std::uint64_t kAllOnDevice = UINT64_MAX;
 
 TEST(ScanDevice, EachArchiveAloneEqualsScan) {
   for (const Case& c : all_cases()) {
@@ -59,12 +66,73 @@ TEST(ScanDevice, WellFormedArchivesDecodeOnTheDevice) {
   ScanLimits l;
   l.max_ratio = 1u << 20;  // zstd's RLE blocks decode to 30000 times their size
   DeviceScanResult r;
-  expect_same_as_scan(cases, l, emulated(), &r);
+  expect_same_as_scan(cases, l, emulated(kAllOnDevice), &r);
   EXPECT_EQ(r.stats.rejected_blocks, 0u);
   EXPECT_EQ(r.stats.cpu_blocks, 0u);
+  EXPECT_EQ(r.stats.policy_blocks, 0u);
   EXPECT_EQ(r.stats.unsupported_blocks, 0u);
   EXPECT_GT(r.stats.gpu_bytes, 3 * 300000u + 2 * 200000u + (4u << 17));  // the sizes well_formed_cases(1) takes
   EXPECT_EQ(r.stats.layers, 1u);  // every decoder's blocks of every archive in one round
+}
+
+// The split: the inputs whose decode unit reaches cpu_block_bytes go to the
+// CPU pool, counted apart from those the device rejects, and the result is
+// scan()'s at every threshold.
+TEST(ScanDevice, SplitOfWellFormedArchives) {
+  const std::vector<Case> cases = scan_cases::well_formed_cases(1, 31);
+  ScanLimits l;
+  l.max_ratio = 1u << 20;
+  DeviceScanResult all_gpu, split, small, all_cpu;
+  expect_same_as_scan(cases, l, emulated(kAllOnDevice), &all_gpu);
+  expect_same_as_scan(cases, l, emulated(), &split);
+  expect_same_as_scan(cases, l, emulated(4096), &small);
+  expect_same_as_scan(cases, l, emulated(0), &all_cpu);
+  for (const DeviceScanResult* r : {&split, &small, &all_cpu}) {
+    EXPECT_EQ(r->stats.rejected_blocks, 0u);
+    EXPECT_EQ(r->stats.rejected_bytes, 0u);
+    EXPECT_GT(r->stats.policy_blocks, 0u);
+    EXPECT_EQ(r->stats.cpu_blocks, r->stats.policy_blocks);  // every CPU input is the split's
+    EXPECT_EQ(r->stats.cpu_bytes, r->stats.policy_bytes);
+    EXPECT_EQ(r->stats.layers, 1u);
+  }
+  // The default sends the 300 KB gzip member, ZIP entry and tar.gz to the
+  // CPU; the 64 KiB LZ4 blocks and the zstd raw and RLE blocks stay.
+  EXPECT_EQ(split.stats.policy_blocks, 3u);
+  EXPECT_GE(split.stats.policy_bytes, 3 * 300000u);
+  EXPECT_GT(split.stats.gpu_blocks, 0u);
+  EXPECT_GE(small.stats.policy_blocks, split.stats.policy_blocks);
+  EXPECT_GE(all_cpu.stats.policy_blocks, small.stats.policy_blocks);
+  EXPECT_LT(all_cpu.stats.gpu_blocks, split.stats.gpu_blocks);
+  EXPECT_LT(split.stats.gpu_blocks, all_gpu.stats.gpu_blocks);
+  // Every byte is decoded once, on one side or the other.
+  for (const DeviceScanResult* r : {&split, &small, &all_cpu}) {
+    EXPECT_EQ(r->stats.gpu_bytes + r->stats.cpu_bytes, all_gpu.stats.gpu_bytes);
+  }
+}
+
+TEST(ScanDevice, SplitOfEveryArchiveEqualsScan) {
+  const std::vector<Case> cases = all_cases();
+  for (const std::uint64_t threshold : {std::uint64_t{0}, std::uint64_t{4096}, kAllOnDevice}) {
+    for (const ScanLimits& l : all_limits()) {
+      SCOPED_TRACE("cpu_block_bytes " + std::to_string(threshold) + " max_ratio " + std::to_string(l.max_ratio) +
+                   " max_output " + std::to_string(l.max_output));
+      DeviceScanResult r;
+      expect_same_as_scan(cases, l, emulated(threshold), &r);
+      if (threshold == kAllOnDevice) {
+        EXPECT_EQ(r.stats.policy_blocks, 0u);
+      } else {
+        EXPECT_GT(r.stats.policy_blocks, 0u);
+      }
+      EXPECT_LE(r.stats.policy_bytes + r.stats.rejected_bytes, r.stats.cpu_bytes);
+    }
+  }
+  // Each hostile archive alone, split at every decode unit and not at all.
+  for (const Case& c : cases) {
+    for (const std::uint64_t threshold : {std::uint64_t{0}, std::uint64_t{1}, kAllOnDevice}) {
+      SCOPED_TRACE(c.name + " cpu_block_bytes " + std::to_string(threshold));
+      expect_same_as_scan({c}, all_limits()[1], emulated(threshold));
+    }
+  }
 }
 
 TEST(ScanDevice, ArchiveAlreadyInDeviceMemory) {

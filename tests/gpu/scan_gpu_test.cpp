@@ -2,11 +2,14 @@
 // kind and hostile case of the scanner's tests, under four sets of limits,
 // alone and all in one batch, gives scan()'s entries and bytes with the
 // blocks decoded by the device (stats.emulated false); well-formed archives
-// decode with no block left to the CPU; an archive already in device memory;
-// the caller's stream.
+// decode with no block left to the CPU when the split gives it none, and the
+// split between the device and the CPU pool (cpu_block_bytes) at 0, small
+// and default gives scan()'s result with the same blocks as the emulation;
+// an archive already in device memory; the caller's stream.
 //
 // Skips without a CUDA device, and compiles to a skip in a build without CUDA.
 #include <algorithm>
+#include <cstdint>
 
 #include "support/gpu_support.hpp"
 #include "support/scan_cases.hpp"
@@ -60,19 +63,49 @@ TEST(ScanGpu, WellFormedArchivesDecodeOnTheDevice) {
   const std::vector<Case> cases = scan_cases::well_formed_cases(10, 41);
   ScanLimits l;
   l.max_ratio = 1u << 20;  // zstd's RLE blocks decode to 30000 times their size
+  DeviceScanOptions o;
+  o.cpu_block_bytes = UINT64_MAX;  // all on the device
   DeviceScanResult r;
-  expect_same_as_scan(cases, l, {}, &r);
+  expect_same_as_scan(cases, l, o, &r);
   EXPECT_FALSE(r.stats.emulated);
   EXPECT_EQ(r.stats.rejected_blocks, 0u);
   EXPECT_EQ(r.stats.cpu_blocks, 0u);
   EXPECT_EQ(r.stats.layers, 1u);
   // The device's bytes are the emulation's.
-  DeviceScanOptions emulated;
+  DeviceScanOptions emulated = o;
   emulated.gpu = false;
   DeviceScanResult e;
   expect_same_as_scan(cases, l, emulated, &e);
   EXPECT_EQ(e.stats.gpu_blocks, r.stats.gpu_blocks);
   EXPECT_EQ(e.stats.gpu_bytes, r.stats.gpu_bytes);
+}
+
+TEST(ScanGpu, SplitWithTheCpuPoolEqualsScan) {
+  SKIP_WITHOUT_GPU();
+  const std::vector<Case> well = scan_cases::well_formed_cases(10, 41);
+  const std::vector<Case> hostile = all_cases();
+  ScanLimits l;
+  l.max_ratio = 1u << 20;
+  for (const std::uint64_t threshold : {std::uint64_t{0}, std::uint64_t{4096}, DeviceScanOptions::kDefaultCpuBlockBytes}) {
+    SCOPED_TRACE("cpu_block_bytes " + std::to_string(threshold));
+    DeviceScanOptions o;
+    o.cpu_block_bytes = threshold;
+    DeviceScanResult r;
+    expect_same_as_scan(well, l, o, &r);
+    EXPECT_FALSE(r.stats.emulated);
+    EXPECT_EQ(r.stats.rejected_blocks, 0u);
+    EXPECT_GT(r.stats.policy_blocks, 0u);
+    EXPECT_EQ(r.stats.cpu_blocks, r.stats.policy_blocks);
+    // The same split as the emulation's.
+    DeviceScanOptions e = o;
+    e.gpu = false;
+    DeviceScanResult x;
+    expect_same_as_scan(well, l, e, &x);
+    EXPECT_EQ(x.stats.policy_blocks, r.stats.policy_blocks);
+    EXPECT_EQ(x.stats.gpu_blocks, r.stats.gpu_blocks);
+    EXPECT_EQ(x.stats.gpu_bytes, r.stats.gpu_bytes);
+    for (const ScanLimits& hl : all_limits()) expect_same_as_scan(hostile, hl, o);
+  }
 }
 
 TEST(ScanGpu, ArchiveAlreadyInDeviceMemory) {
