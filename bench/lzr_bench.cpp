@@ -89,7 +89,7 @@ int run_lzr_bench(const BenchConfig& config) {
 
   std::vector<Row> rows;
   bool all_good = true;
-  // 128 KiB blocks, and 256 KiB (the default).
+  // 128 KiB blocks (the default), and 256 KiB.
   for (const std::uint32_t log : {lzr::kMaxBlockLog - 1, lzr::kMaxBlockLog}) {
     Row r;
     r.engine = "lzr " + std::to_string((1u << log) >> 10) + "K";

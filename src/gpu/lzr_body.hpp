@@ -335,7 +335,7 @@ TANDEM_HD void scatter_segment(const Warp& w, const std::uint8_t* in, std::uint3
     std::uint32_t longs = w.ballot(w.map([&](int l) { return active[l] && lit[l] > kLaneLiterals; }));
     while (longs) {
       const int f = simt::first_set(longs);
-      simt::warp_copy_batched(w, out.at[lzr::kLiterals] + lit_at + w.shfl(lit_to, f), in + w.shfl(src, f), w.shfl(lit, f), in,
+      simt::warp_copy(w, out.at[lzr::kLiterals] + lit_at + w.shfl(lit_to, f), in + w.shfl(src, f), w.shfl(lit, f), in,
                       in + n);
       longs &= longs - 1;
     }
@@ -360,7 +360,7 @@ TANDEM_HD void scatter_segment(const Warp& w, const std::uint8_t* in, std::uint3
       for (std::uint32_t c = 0; c < lzr::kOffsetClasses; ++c) lengths[lzr::kOffsetLow + c] = place.low[c];
       lengths[lzr::kExtensions] = place.exts;
     });
-    simt::warp_copy_batched(w, out.at[lzr::kLiterals] + place.lits - ll, in + place.last_anchor, ll, in, in + n);
+    simt::warp_copy(w, out.at[lzr::kLiterals] + place.lits - ll, in + place.last_anchor, ll, in, in + n);
   }
   w.sync();
 }
@@ -473,7 +473,7 @@ TANDEM_HD Error reconstruct_block(const Warp& w, const StreamIn& s, std::uint32_
   std::uint32_t low_base[lzr::kOffsetClasses] = {0, 0, 0, 0};
   const auto fill = [&](std::uint8_t* to, std::uint32_t k, std::uint32_t from, std::uint32_t most) {
     const std::uint32_t len = s.length[k] - from < most ? s.length[k] - from : most;
-    simt::warp_copy_batched(w, to, s.at[k] + from, len, s.at[k], s.at[k] + s.length[k]);
+    simt::warp_copy(w, to, s.at[k] + from, len, s.at[k], s.at[k] + s.length[k]);
   };
   for (std::uint32_t g = 0; g <= seqs; g += 32) {
     // Stage the codes kStageCodes sequences at a time, and each low-byte
@@ -586,7 +586,7 @@ TANDEM_HD Error reconstruct_block(const Warp& w, const StreamIn& s, std::uint32_
     std::uint32_t longs = w.ballot(w.map([&](int l) { return lit[l] > kLaneLiterals; }));
     while (longs) {
       const int f = simt::first_set(longs);
-      simt::warp_copy_batched(w, out + out_at + w.shfl(out_to, f), lits + lit_at + w.shfl(lit_to, f), w.shfl(lit, f), lits,
+      simt::warp_copy(w, out + out_at + w.shfl(out_to, f), lits + lit_at + w.shfl(lit_to, f), w.shfl(lit, f), lits,
                       lits + s.length[lzr::kLiterals]);
       longs &= longs - 1;
     }

@@ -575,13 +575,6 @@ TANDEM_HD void copy_words_share(std::uint8_t* dst, const std::uint8_t* src, std:
   }
 }
 
-// A warp copy of len bytes (copy_words_share, 8 words a lane in flight):
-// for long copies, where warp_copy waits on memory once a word.
-TANDEM_HD void warp_copy_batched(const Warp& w, std::uint8_t* dst, const std::uint8_t* src, std::uint32_t len,
-                                 const std::uint8_t* src_lo, const std::uint8_t* src_hi) {
-  w.each([&](int l) { copy_words_share<8>(dst, src, len, src_lo, src_hi, static_cast<std::uint32_t>(l), kWarpSize); });
-}
-
 // Thread t's share, of `threads` threads, of a copy of len bytes from src to
 // dst (no overlap) as 16-byte words; src and dst must lie at the same address
 // modulo 16. The bytes before the first whole word and after the last go a
