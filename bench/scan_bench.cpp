@@ -291,6 +291,13 @@ int run_scan_bench(const BenchConfig& config) {
     // The same call with no input given to the CPU pool by the split, for
     // comparison.
     ScanRow gpu_only{"gpu scan_to_device, split off", "host -> device", all, {}, {}};
+    // The split at other thresholds (0: every decoder's input on the CPU).
+    const std::uint64_t other_splits[] = {0, 16u << 10, 64u << 10, 1u << 20};
+    std::vector<ScanRow> split_rows;
+    for (const std::uint64_t at : other_splits) {
+      const std::string size = at >= (1u << 20) ? std::to_string(at >> 20) + "M" : std::to_string(at >> 10) + "K";
+      split_rows.push_back({"gpu scan_to_device, split " + (at ? size : std::string("0")), "host -> device", all, {}, {}});
+    }
     if (gpu_ran) {
       if (!config.quiet) std::fprintf(stderr, "bench: scan: scan_to_device, timed\n");
       // Each run's result is freed after its clock stops.
@@ -313,6 +320,11 @@ int run_scan_bench(const BenchConfig& config) {
       DeviceScanOptions off = options;
       off.cpu_block_bytes = UINT64_MAX;
       gpu_only.timing = timed(false, off, false);
+      for (std::size_t k = 0; k < split_rows.size(); ++k) {
+        DeviceScanOptions at = options;
+        at.cpu_block_bytes = other_splits[k];
+        split_rows[k].timing = timed(false, at, false);
+      }
       if (!splits.empty()) {
         std::sort(splits.begin(), splits.end(),
                   [](const DeviceScanStats& a, const DeviceScanStats& b) { return a.seconds < b.seconds; });
@@ -321,10 +333,12 @@ int run_scan_bench(const BenchConfig& config) {
       }
     } else {
       device.note = host.note = gpu_only.note = "no device";
+      for (ScanRow& r : split_rows) r.note = "no device";
     }
     rows.push_back(std::move(device));
     rows.push_back(std::move(host));
     rows.push_back(std::move(gpu_only));
+    for (ScanRow& r : split_rows) rows.push_back(std::move(r));
   }
 
   // The reference of the goal: the CPU on 16 threads, or on all where fewer.

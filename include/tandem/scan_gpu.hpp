@@ -65,8 +65,11 @@ struct DeviceScanOptions {
   // frame's content size (its compressed size where absent). 0: every input
   // that needs a decoder goes to the CPU (stored data and zstd raw and RLE
   // blocks stay on the device's copy kernel); UINT64_MAX: none does (the
-  // device takes all it can). Either way the result is the same.
-  static constexpr std::uint64_t kDefaultCpuBlockBytes = 256u << 10;
+  // device takes all it can). Either way the result is the same. The
+  // default, 16 KiB, was the fastest of 0, 16 KiB, 64 KiB, 256 KiB, 1 MiB
+  // and none on 520 package archives on an H200 with 16 host threads
+  // (docs/benchmarks/2026-11-28-h200-scan-split.md).
+  static constexpr std::uint64_t kDefaultCpuBlockBytes = 16u << 10;
   std::uint64_t cpu_block_bytes = kDefaultCpuBlockBytes;
 };
 

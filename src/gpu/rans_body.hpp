@@ -1113,11 +1113,12 @@ TANDEM_HD Error decode_chunk(const Warp& w, const std::uint8_t* payload, std::ui
     const Lanes<bool> need = w.map([&](int l) { return active(l) && x[l] < rans::kStateLow; });
     const std::uint8_t* const at = ring_at(ring, used);  // ready before the ballot
     const std::uint32_t mask = w.ballot(need);
+    // Every lane reads the word at its rank (inside the ring and its tail
+    // whatever the rank); those that need one take it: no branch.
     w.each([&](int l) {
-      if (need[l]) {
-        const std::uint32_t rank = static_cast<std::uint32_t>(simt::popcount(mask & below[l]));
-        x[l] = (x[l] << 16) | ring_word(at, rank);
-      }
+      const std::uint32_t word =
+          simt::computed(ring_word(at, static_cast<std::uint32_t>(simt::popcount(mask & below[l]))));
+      x[l] = need[l] ? (x[l] << 16) | word : x[l];
     });
     used += static_cast<std::uint32_t>(simt::popcount(mask));
   };

@@ -64,6 +64,16 @@ TANDEM_HD T* opaque(T* p) {
   return p;
 }
 
+// v, computed where it stands: the device compiler may not move its
+// computation into a branch that alone uses it (a select of two computed
+// values stays a select).
+TANDEM_HD std::uint32_t computed(std::uint32_t v) {
+#if defined(__CUDA_ARCH__)
+  asm volatile("" : "+r"(v));
+#endif
+  return v;
+}
+
 // *p = v, where p points into global memory (on the device a global
 // store, which opaque() pointers would otherwise lose).
 TANDEM_HD void store_global_u16(std::uint16_t* p, std::uint16_t v) {

@@ -82,12 +82,13 @@ TEST(ScanDevice, SplitOfWellFormedArchives) {
   const std::vector<Case> cases = scan_cases::well_formed_cases(1, 31);
   ScanLimits l;
   l.max_ratio = 1u << 20;
-  DeviceScanResult all_gpu, split, small, all_cpu;
+  DeviceScanResult all_gpu, split, by_default, small, all_cpu;
   expect_same_as_scan(cases, l, emulated(kAllOnDevice), &all_gpu);
-  expect_same_as_scan(cases, l, emulated(), &split);
+  expect_same_as_scan(cases, l, emulated(256u << 10), &split);
+  expect_same_as_scan(cases, l, emulated(), &by_default);
   expect_same_as_scan(cases, l, emulated(4096), &small);
   expect_same_as_scan(cases, l, emulated(0), &all_cpu);
-  for (const DeviceScanResult* r : {&split, &small, &all_cpu}) {
+  for (const DeviceScanResult* r : {&split, &by_default, &small, &all_cpu}) {
     EXPECT_EQ(r->stats.rejected_blocks, 0u);
     EXPECT_EQ(r->stats.rejected_bytes, 0u);
     EXPECT_GT(r->stats.policy_blocks, 0u);
@@ -95,8 +96,8 @@ TEST(ScanDevice, SplitOfWellFormedArchives) {
     EXPECT_EQ(r->stats.cpu_bytes, r->stats.policy_bytes);
     EXPECT_EQ(r->stats.layers, 1u);
   }
-  // The default sends the 300 KB gzip member, ZIP entry and tar.gz to the
-  // CPU; the 64 KiB LZ4 blocks and the zstd raw and RLE blocks stay.
+  // 256 KiB sends the 300 KB gzip member, ZIP entry and tar.gz to the CPU;
+  // the 64 KiB LZ4 blocks and the zstd raw and RLE blocks stay.
   EXPECT_EQ(split.stats.policy_blocks, 3u);
   EXPECT_GE(split.stats.policy_bytes, 3 * 300000u);
   EXPECT_GT(split.stats.gpu_blocks, 0u);
@@ -105,7 +106,8 @@ TEST(ScanDevice, SplitOfWellFormedArchives) {
   EXPECT_LT(all_cpu.stats.gpu_blocks, split.stats.gpu_blocks);
   EXPECT_LT(split.stats.gpu_blocks, all_gpu.stats.gpu_blocks);
   // Every byte is decoded once, on one side or the other.
-  for (const DeviceScanResult* r : {&split, &small, &all_cpu}) {
+  EXPECT_GE(by_default.stats.policy_blocks, split.stats.policy_blocks);  // 16 KiB
+  for (const DeviceScanResult* r : {&split, &by_default, &small, &all_cpu}) {
     EXPECT_EQ(r->stats.gpu_bytes + r->stats.cpu_bytes, all_gpu.stats.gpu_bytes);
   }
 }
