@@ -4,7 +4,9 @@
 // checks and the CPU fallbacks must give exactly scan()'s entries (paths,
 // order, layers, codecs, statuses with their reasons, sizes) and bytes.
 //
-// Input: a first byte; bit 0 picks the mode, bits 1-2 the limits.
+// Input: a first byte; bit 0 picks the mode, bits 1-2 the limits, bits 3-4
+// the split between the device and the CPU pool (cpu_block_bytes: none on
+// the CPU, all on it, 1 KiB, the default).
 //   raw:    the rest of the input is one archive.
 //   built:  the next bytes pick a content (the input's tail, or runs of one
 //           byte) and up to four layers around it (gzip, LZ4 frames of every
@@ -79,7 +81,7 @@ Bytes wrap(fuzz::Reader& in, const Bytes& content) {
   }
 }
 
-void compare(const std::vector<Bytes>& archives, const tandem::ScanLimits& limits) {
+void compare(const std::vector<Bytes>& archives, const tandem::ScanLimits& limits, std::uint64_t cpu_block_bytes) {
   std::vector<tandem::ScanInput> in;
   for (std::size_t i = 0; i < archives.size(); ++i) {
     in.push_back({{archives[i].data(), archives[i].size()}, "a" + std::to_string(i) + ".tgz"});
@@ -87,6 +89,7 @@ void compare(const std::vector<Bytes>& archives, const tandem::ScanLimits& limit
   tandem::DeviceScanOptions o;
   o.gpu = false;
   o.threads = 1;
+  o.cpu_block_bytes = cpu_block_bytes;
   tandem::DeviceScanResult got;
   const tandem::Status gs = tandem::scan_to_device(in, limits, o, &got);
   Bytes bytes;
@@ -127,8 +130,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   limits.max_ratio = (mode & 4) ? 1000 : 50;
   limits.max_depth = 4;
   limits.max_entries = 64;
+  const std::uint64_t splits[4] = {UINT64_MAX, 0, 1024, tandem::DeviceScanOptions::kDefaultCpuBlockBytes};
+  const std::uint64_t split = splits[(mode >> 3) & 3];
   if ((mode & 1) == 0) {
-    compare({Bytes(data + in.at, data + size)}, limits);
+    compare({Bytes(data + in.at, data + size)}, limits, split);
     return 0;
   }
   const std::uint8_t kind = in.byte();
@@ -145,6 +150,6 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     in.edit(&archive);
     in.edit(&second);
   }
-  compare({archive, second}, limits);
+  compare({archive, second}, limits, split);
   return 0;
 }
