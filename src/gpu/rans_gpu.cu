@@ -98,27 +98,22 @@ __device__ std::size_t item_of_unit(const std::uint32_t* prefix, std::size_t n, 
 }
 
 // The work lists' prefix sums are taken by one thread block of
-// kScanThreads, kScanItems consecutive entries a thread, a round of
-// kScanRound entries at a time: the lists are short (an entry per item),
-// and a device-wide scan would cost two launches.
+// kScanThreads, an entry a thread, kScanThreads entries a round: the lists
+// are short (an entry per item), and a device-wide scan would cost two
+// launches. (Four entries a thread measured slower: the loads of a thread's
+// entries wait in line.)
 constexpr int kScanThreads = 1024;
-constexpr int kScanItems = 1;  // (four a thread measured slower: the loads of a thread's items wait in line)
-constexpr std::size_t kScanRound = std::size_t{kScanThreads} * kScanItems;
 using UnitScan = cub::BlockScan<std::uint32_t, kScanThreads>;
 
-// One round: this thread's counts v (entries first + kScanItems *
-// threadIdx.x on, of the n entries of the list); writes carry + the counts
-// before each to out[entry]; returns the carry for the next round.
-__device__ std::uint32_t scan_round(UnitScan::TempStorage& storage, std::uint32_t (&v)[kScanItems],
-                                    std::uint32_t carry, std::size_t first, std::size_t n, std::uint32_t* out) {
-  std::uint32_t before[kScanItems];
-  std::uint32_t total = 0;
+// One round: this thread's count v (entry first + threadIdx.x of the n
+// entries of the list); writes carry + the counts before it to out[entry];
+// returns the carry for the next round.
+__device__ std::uint32_t scan_round(UnitScan::TempStorage& storage, std::uint32_t v, std::uint32_t carry,
+                                    std::size_t first, std::size_t n, std::uint32_t* out) {
+  std::uint32_t before = 0, total = 0;
   UnitScan(storage).ExclusiveSum(v, before, total);
-#pragma unroll
-  for (int j = 0; j < kScanItems; ++j) {
-    const std::size_t e = first + std::size_t{threadIdx.x} * kScanItems + j;
-    if (e < n) out[e] = carry + before[j];
-  }
+  const std::size_t e = first + threadIdx.x;
+  if (e < n) out[e] = carry + before;
   __syncthreads();  // the storage is used again
   return carry + total;
 }
@@ -127,14 +122,9 @@ __device__ std::uint32_t scan_round(UnitScan::TempStorage& storage, std::uint32_
 __global__ void __launch_bounds__(kScanThreads) unit_scan_kernel(std::uint32_t* counts, std::size_t n) {
   __shared__ UnitScan::TempStorage scan_storage;
   std::uint32_t carry = 0;
-  for (std::size_t first = 0; first < n + 1; first += kScanRound) {
-    std::uint32_t v[kScanItems];
-#pragma unroll
-    for (int j = 0; j < kScanItems; ++j) {
-      const std::size_t e = first + std::size_t{threadIdx.x} * kScanItems + j;
-      v[j] = e < n + 1 ? counts[e] : 0u;
-    }
-    carry = scan_round(scan_storage, v, carry, first, n + 1, counts + n + 1);
+  for (std::size_t first = 0; first < n + 1; first += kScanThreads) {
+    const std::size_t e = first + threadIdx.x;
+    carry = scan_round(scan_storage, e < n + 1 ? counts[e] : 0u, carry, first, n + 1, counts + n + 1);
   }
 }
 
@@ -203,37 +193,33 @@ __device__ std::size_t capacity_of(const CompressArgs& a, std::size_t i) {
   return a.out_caps ? a.out_caps[i] : bound;
 }
 
-// One thread block, kScanItems items a thread a round: every item's facts
-// and unit counts, and the counts' prefix sums (a call's first kernel, in
-// place of a setup kernel and two device-wide scans).
+// One thread block, an item a thread a round: every item's facts and unit
+// counts, and the counts' prefix sums (a call's first kernel, in place of a
+// setup kernel and two device-wide scans).
 __global__ void __launch_bounds__(kScanThreads) rans_compress_setup_kernel(CompressArgs a) {
   __shared__ UnitScan::TempStorage scan_storage;
   const std::size_t n1 = a.n + 1;
   std::uint32_t hist_carry = 0, chunk_carry = 0;
-  for (std::size_t first = 0; first < n1; first += kScanRound) {
-    std::uint32_t hist_units[kScanItems], chunk_units[kScanItems];
-#pragma unroll
-    for (int j = 0; j < kScanItems; ++j) {
-      const std::size_t i = first + std::size_t{threadIdx.x} * kScanItems + j;
-      hist_units[j] = chunk_units[j] = 0;
-      if (i < a.n) {
-        const std::size_t size = a.in_sizes[i];
-        ItemInfo info{};
-        info.error = static_cast<std::int32_t>(Error::ok);
-        if (size > a.max_item_size || size > rans::kMaxLength || (size > 0 && !a.in_ptrs[i]) || !a.out_ptrs[i]) {
-          info.error = static_cast<std::int32_t>(Error::invalid_item);
-        }
-        info.length = static_cast<std::uint32_t>(size);
-        info.chunk_count = body::chunks_for(info.length, a.chunk_size);
-        const bool ok = info.error == static_cast<std::int32_t>(Error::ok);
-        a.info[i] = info;
-        hist_units[j] = ok ? (info.length + kHistTile - 1) / kHistTile : 0;
-        chunk_units[j] = ok ? (info.chunk_count + kEncWarps - 1) / kEncWarps : 0;
+  for (std::size_t first = 0; first < n1; first += kScanThreads) {
+    const std::size_t i = first + threadIdx.x;
+    std::uint32_t hist_units = 0, chunk_units = 0;
+    if (i < a.n) {
+      const std::size_t size = a.in_sizes[i];
+      ItemInfo info{};
+      info.error = static_cast<std::int32_t>(Error::ok);
+      if (size > a.max_item_size || size > rans::kMaxLength || (size > 0 && !a.in_ptrs[i]) || !a.out_ptrs[i]) {
+        info.error = static_cast<std::int32_t>(Error::invalid_item);
       }
-      if (i < n1) {
-        a.hist_units[i] = hist_units[j];
-        a.chunk_units[i] = chunk_units[j];
-      }
+      info.length = static_cast<std::uint32_t>(size);
+      info.chunk_count = body::chunks_for(info.length, a.chunk_size);
+      const bool ok = info.error == static_cast<std::int32_t>(Error::ok);
+      a.info[i] = info;
+      hist_units = ok ? (info.length + kHistTile - 1) / kHistTile : 0;
+      chunk_units = ok ? (info.chunk_count + kEncWarps - 1) / kEncWarps : 0;
+    }
+    if (i < n1) {
+      a.hist_units[i] = hist_units;
+      a.chunk_units[i] = chunk_units;
     }
     hist_carry = scan_round(scan_storage, hist_units, hist_carry, first, n1, a.hist_units + n1);
     chunk_carry = scan_round(scan_storage, chunk_units, chunk_carry, first, n1, a.chunk_units + n1);

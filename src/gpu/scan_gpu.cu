@@ -53,10 +53,44 @@ class Staging {
     return at;
   }
   std::vector<std::uint8_t>& bytes() { return bytes_; }
+  // The i-th T of the array staged at `offset` (after a fetch: the device's).
+  template <class T>
+  T at(std::size_t offset, std::size_t i) const {
+    T v;
+    std::memcpy(&v, bytes_.data() + offset + i * sizeof(T), sizeof v);
+    return v;
+  }
 
  private:
   std::vector<std::uint8_t> bytes_;
 };
+
+// A decoder dispatch's item arrays (inputs, their sizes, outputs, their
+// capacities), staged from its jobs: where each lies, and the largest
+// capacity.
+struct StagedJobs {
+  std::size_t in = 0, sizes = 0, out = 0, caps = 0;
+  std::size_t max_cap = 0;
+};
+StagedJobs stage_jobs(Staging& st, std::span<const ScanDecodeJob> jobs) {
+  const std::size_t n = jobs.size();
+  std::vector<const void*> in(n);
+  std::vector<std::size_t> in_sizes(n), caps(n);
+  std::vector<void*> out(n);
+  StagedJobs s;
+  for (std::size_t i = 0; i < n; ++i) {
+    in[i] = jobs[i].in;
+    in_sizes[i] = jobs[i].in_size;
+    out[i] = jobs[i].out;
+    caps[i] = jobs[i].capacity;
+    s.max_cap = std::max(s.max_cap, caps[i]);
+  }
+  s.in = st.put(in.data(), n);
+  s.sizes = st.put(in_sizes.data(), n);
+  s.out = st.put(out.data(), n);
+  s.caps = st.put(caps.data(), n);
+  return s;
+}
 
 class CudaScanDevice final : public ScanDevice {
  public:
@@ -115,33 +149,23 @@ class CudaScanDevice final : public ScanDevice {
     scan_crc_kernel<<<grid, 128, 0, stream_>>>(reinterpret_cast<ScanCrcPiece*>(d + a), n);
     if (Status s = launch_status(); !s) return s;
     if (Status s = fetch(st, d, a); !s) return s;
-    std::memcpy(pieces.data(), st.bytes().data() + a, n * sizeof(ScanCrcPiece));
+    for (std::size_t i = 0; i < n; ++i) pieces[i] = st.at<ScanCrcPiece>(a, i);
     return {};
   }
 
   Status inflate(std::span<ScanDecodeJob> jobs) override {
     const std::size_t n = jobs.size();
     if (!n) return {};
-    std::vector<const void*> in(n);
-    std::vector<std::size_t> in_sizes(n), caps(n);
-    std::vector<void*> out(n);
-    for (std::size_t i = 0; i < n; ++i) {
-      in[i] = jobs[i].in;
-      in_sizes[i] = jobs[i].in_size;
-      out[i] = jobs[i].out;
-      caps[i] = jobs[i].capacity;
-    }
     Staging st;
-    const std::size_t a_in = st.put(in.data(), n), a_sizes = st.put(in_sizes.data(), n), a_out = st.put(out.data(), n),
-                      a_caps = st.put(caps.data(), n);
+    const StagedJobs a = stage_jobs(st, jobs);
     const std::size_t a_got = st.reserve(n * sizeof(std::size_t)), a_used = st.reserve(n * sizeof(std::size_t)),
                       a_status = st.reserve(n * sizeof(InflateStatus)), a_end = st.reserve(n * sizeof(InflateEnd));
     std::uint8_t* d = nullptr;
     if (Status s = stage(st, &d); !s) return s;
-    if (Status s = inflate_async(reinterpret_cast<const void* const*>(d + a_in),
-                                 reinterpret_cast<const std::size_t*>(d + a_sizes), n, nullptr, 0,
-                                 reinterpret_cast<void* const*>(d + a_out),
-                                 reinterpret_cast<const std::size_t*>(d + a_caps),
+    if (Status s = inflate_async(reinterpret_cast<const void* const*>(d + a.in),
+                                 reinterpret_cast<const std::size_t*>(d + a.sizes), n, nullptr, 0,
+                                 reinterpret_cast<void* const*>(d + a.out),
+                                 reinterpret_cast<const std::size_t*>(d + a.caps),
                                  reinterpret_cast<std::size_t*>(d + a_got),
                                  reinterpret_cast<InflateStatus*>(d + a_status), reinterpret_cast<InflateEnd*>(d + a_end),
                                  reinterpret_cast<std::size_t*>(d + a_used), reinterpret_cast<Stream>(stream_));
@@ -149,15 +173,11 @@ class CudaScanDevice final : public ScanDevice {
       return s;
     }
     if (Status s = fetch(st, d, a_got); !s) return s;
-    const std::uint8_t* h = st.bytes().data();
     for (std::size_t i = 0; i < n; ++i) {
-      std::memcpy(&jobs[i].out_size, h + a_got + i * sizeof(std::size_t), sizeof(std::size_t));
-      std::memcpy(&jobs[i].in_used, h + a_used + i * sizeof(std::size_t), sizeof(std::size_t));
-      InflateStatus s;
-      InflateEnd e;
-      std::memcpy(&s, h + a_status + i * sizeof(InflateStatus), sizeof s);
-      std::memcpy(&e, h + a_end + i * sizeof(InflateEnd), sizeof e);
-      jobs[i].ok = s == InflateStatus::ok && e == InflateEnd::final_block;
+      jobs[i].out_size = st.at<std::size_t>(a_got, i);
+      jobs[i].in_used = st.at<std::size_t>(a_used, i);
+      jobs[i].ok = st.at<InflateStatus>(a_status, i) == InflateStatus::ok &&
+                   st.at<InflateEnd>(a_end, i) == InflateEnd::final_block;
     }
     return {};
   }
@@ -165,42 +185,27 @@ class CudaScanDevice final : public ScanDevice {
   Status lz4(std::span<ScanDecodeJob> jobs) override {
     const std::size_t n = jobs.size();
     if (!n) return {};
-    std::vector<const void*> in(n);
-    std::vector<std::size_t> in_sizes(n), caps(n);
-    std::vector<void*> out(n);
-    std::size_t max_out = 0;
-    for (std::size_t i = 0; i < n; ++i) {
-      in[i] = jobs[i].in;
-      in_sizes[i] = jobs[i].in_size;
-      out[i] = jobs[i].out;
-      caps[i] = jobs[i].capacity;
-      max_out = std::max(max_out, caps[i]);
-    }
-    std::size_t temp = 0;
-    if (Status s = lz4_decompress_temp_size(n, max_out, &temp); !s) return s;
     Staging st;
-    const std::size_t a_in = st.put(in.data(), n), a_sizes = st.put(in_sizes.data(), n), a_out = st.put(out.data(), n),
-                      a_caps = st.put(caps.data(), n);
+    const StagedJobs a = stage_jobs(st, jobs);
+    std::size_t temp = 0;
+    if (Status s = lz4_decompress_temp_size(n, a.max_cap, &temp); !s) return s;
     const std::size_t a_temp = st.reserve(temp);  // before the results, which alone come back
     const std::size_t a_got = st.reserve(n * sizeof(std::size_t)), a_status = st.reserve(n * sizeof(ItemStatus));
     std::uint8_t* d = nullptr;
     if (Status s = stage(st, &d); !s) return s;
-    if (Status s = lz4_decompress_async(reinterpret_cast<const void* const*>(d + a_in),
-                                        reinterpret_cast<const std::size_t*>(d + a_sizes), max_out, n,
-                                        temp ? d + a_temp : nullptr, temp, reinterpret_cast<void* const*>(d + a_out),
-                                        reinterpret_cast<const std::size_t*>(d + a_caps),
+    if (Status s = lz4_decompress_async(reinterpret_cast<const void* const*>(d + a.in),
+                                        reinterpret_cast<const std::size_t*>(d + a.sizes), a.max_cap, n,
+                                        temp ? d + a_temp : nullptr, temp, reinterpret_cast<void* const*>(d + a.out),
+                                        reinterpret_cast<const std::size_t*>(d + a.caps),
                                         reinterpret_cast<std::size_t*>(d + a_got),
                                         reinterpret_cast<ItemStatus*>(d + a_status), reinterpret_cast<Stream>(stream_));
         !s) {
       return s;
     }
     if (Status s = fetch(st, d, a_got); !s) return s;
-    const std::uint8_t* h = st.bytes().data();
     for (std::size_t i = 0; i < n; ++i) {
-      std::memcpy(&jobs[i].out_size, h + a_got + i * sizeof(std::size_t), sizeof(std::size_t));
-      ItemStatus s;
-      std::memcpy(&s, h + a_status + i * sizeof(ItemStatus), sizeof s);
-      jobs[i].ok = s == ItemStatus::ok;
+      jobs[i].out_size = st.at<std::size_t>(a_got, i);
+      jobs[i].ok = st.at<ItemStatus>(a_status, i) == ItemStatus::ok;
       jobs[i].in_used = jobs[i].in_size;
     }
     return {};
@@ -241,10 +246,7 @@ class CudaScanDevice final : public ScanDevice {
                                                  reinterpret_cast<ScanCopyStatus*>(d + a_status));
     if (Status s = launch_status(); !s) return s;
     if (Status s = fetch(st, d, a_status); !s) return s;
-    for (std::size_t i = 0; i < jobs.size(); ++i) {
-      std::memcpy(&jobs[i].status, st.bytes().data() + a_status + first[i] * sizeof(ScanCopyStatus),
-                  sizeof(ScanCopyStatus));
-    }
+    for (std::size_t i = 0; i < jobs.size(); ++i) jobs[i].status = st.at<ScanCopyStatus>(a_status, first[i]);
     return {};
   }
 
