@@ -58,6 +58,19 @@ TEST(ScanGpu, OneBatchOfEveryArchiveEqualsScan) {
   expect_same_as_scan(twice, {}, o);
 }
 
+// The emulation of the device's call with options o on the same cases
+// splits the work as the device did: the same blocks and bytes on each side.
+void expect_emulation_splits_alike(const std::vector<Case>& cases, const ScanLimits& l, const DeviceScanOptions& o,
+                                   const DeviceScanResult& device) {
+  DeviceScanOptions emulated = o;
+  emulated.gpu = false;
+  DeviceScanResult e;
+  expect_same_as_scan(cases, l, emulated, &e);
+  EXPECT_EQ(e.stats.policy_blocks, device.stats.policy_blocks);
+  EXPECT_EQ(e.stats.gpu_blocks, device.stats.gpu_blocks);
+  EXPECT_EQ(e.stats.gpu_bytes, device.stats.gpu_bytes);
+}
+
 TEST(ScanGpu, WellFormedArchivesDecodeOnTheDevice) {
   SKIP_WITHOUT_GPU();
   const std::vector<Case> cases = scan_cases::well_formed_cases(10, 41);
@@ -71,13 +84,7 @@ TEST(ScanGpu, WellFormedArchivesDecodeOnTheDevice) {
   EXPECT_EQ(r.stats.rejected_blocks, 0u);
   EXPECT_EQ(r.stats.cpu_blocks, 0u);
   EXPECT_EQ(r.stats.layers, 1u);
-  // The device's bytes are the emulation's.
-  DeviceScanOptions emulated = o;
-  emulated.gpu = false;
-  DeviceScanResult e;
-  expect_same_as_scan(cases, l, emulated, &e);
-  EXPECT_EQ(e.stats.gpu_blocks, r.stats.gpu_blocks);
-  EXPECT_EQ(e.stats.gpu_bytes, r.stats.gpu_bytes);
+  expect_emulation_splits_alike(cases, l, o, r);
 }
 
 TEST(ScanGpu, SplitWithTheCpuPoolEqualsScan) {
@@ -96,14 +103,7 @@ TEST(ScanGpu, SplitWithTheCpuPoolEqualsScan) {
     EXPECT_EQ(r.stats.rejected_blocks, 0u);
     EXPECT_GT(r.stats.policy_blocks, 0u);
     EXPECT_EQ(r.stats.cpu_blocks, r.stats.policy_blocks);
-    // The same split as the emulation's.
-    DeviceScanOptions e = o;
-    e.gpu = false;
-    DeviceScanResult x;
-    expect_same_as_scan(well, l, e, &x);
-    EXPECT_EQ(x.stats.policy_blocks, r.stats.policy_blocks);
-    EXPECT_EQ(x.stats.gpu_blocks, r.stats.gpu_blocks);
-    EXPECT_EQ(x.stats.gpu_bytes, r.stats.gpu_bytes);
+    expect_emulation_splits_alike(well, l, o, r);
     for (const ScanLimits& hl : all_limits()) expect_same_as_scan(hostile, hl, o);
   }
 }
