@@ -3,8 +3,9 @@
 //
 // Compression, per batch:
 //   setup      one thread block, a thread per item: checks it, counts its
-//              histogram tiles and chunk groups, and the counts' prefix
-//              sums: the work lists the next kernels walk
+//              histogram tiles and chunk groups (or marks it as one
+//              chunk), and the counts' prefix sums: the work lists the
+//              next kernels walk
 //   histogram  thread blocks over (item, 64 KiB tile): shared-memory counts
 //              in a column per lane, added to the item's 256 counters
 //   table      a warp per item: normalised frequencies, the header and the
@@ -14,7 +15,8 @@
 //              coding into fixed-size scratch (states, words), its bytes
 //              staged through a shared-memory ring (rans_body.hpp); an item
 //              of at most kEncWarps chunks (one group) then has its payloads
-//              copied to their place in the output by the same block
+//              copied to their place in the output by the same block; items
+//              of one chunk go kEncWarps to a block, a warp and a table each
 //   place      a warp per item: a scan of the chunks' payload sizes gives
 //              their offsets; the directory, the stream's size, its error
 //   copy       thread blocks over the same groups: each chunk's states and
@@ -141,7 +143,8 @@ std::uint32_t chunks_per_item(std::size_t max_size, std::uint32_t chunk_size) {
 
 struct CompressLayout {
   std::uint32_t max_chunks = 0;
-  std::size_t counts = 0, enc = 0, info = 0, hist_units = 0, chunk_units = 0, meta = 0, offsets = 0, states = 0,
+  std::size_t counts = 0, enc = 0, info = 0, hist_units = 0, chunk_units = 0, single_items = 0, meta = 0, offsets = 0,
+              states = 0,
               words = 0, total = 0;
 };
 
@@ -158,6 +161,7 @@ Status compress_layout(std::size_t n, std::size_t max_item_size, const rans::Par
   l->info = take(n * sizeof(ItemInfo));
   l->hist_units = take(2 * (n + 1) * sizeof(std::uint32_t));  // counts, then their prefix
   l->chunk_units = take(2 * (n + 1) * sizeof(std::uint32_t));
+  l->single_items = take(2 * (n + 1) * sizeof(std::uint32_t));
   l->meta = take(slots * sizeof(uint2));
   l->offsets = take(slots * sizeof(std::uint32_t));
   l->states = take(slots * rans::kMaxLanes * sizeof(std::uint32_t));
@@ -180,7 +184,8 @@ struct CompressArgs {
   body::EncSym* enc;
   ItemInfo* info;
   std::uint32_t* hist_units;   // [n + 1], then its prefix [n + 1]
-  std::uint32_t* chunk_units;  // the same for groups of kEncWarps chunks
+  std::uint32_t* chunk_units;  // the same for groups of kEncWarps chunks (items of two chunks or more)
+  std::uint32_t* single_items; // the same for items of one chunk (1 each): kEncWarps of them a unit
   uint2* meta;                 // per chunk slot: lanes | state bytes << 8, words
   std::uint32_t* offsets;      // per chunk slot: payload offset in the stream
   std::uint32_t* states;       // per chunk slot: kMaxLanes states
@@ -199,10 +204,10 @@ __device__ std::size_t capacity_of(const CompressArgs& a, std::size_t i) {
 __global__ void __launch_bounds__(kScanThreads) rans_compress_setup_kernel(CompressArgs a) {
   __shared__ UnitScan::TempStorage scan_storage;
   const std::size_t n1 = a.n + 1;
-  std::uint32_t hist_carry = 0, chunk_carry = 0;
+  std::uint32_t hist_carry = 0, chunk_carry = 0, single_carry = 0;
   for (std::size_t first = 0; first < n1; first += kScanThreads) {
     const std::size_t i = first + threadIdx.x;
-    std::uint32_t hist_units = 0, chunk_units = 0;
+    std::uint32_t hist_units = 0, chunk_units = 0, single = 0;
     if (i < a.n) {
       const std::size_t size = a.in_sizes[i];
       ItemInfo info{};
@@ -215,14 +220,17 @@ __global__ void __launch_bounds__(kScanThreads) rans_compress_setup_kernel(Compr
       const bool ok = info.error == static_cast<std::int32_t>(Error::ok);
       a.info[i] = info;
       hist_units = ok ? (info.length + kHistTile - 1) / kHistTile : 0;
-      chunk_units = ok ? (info.chunk_count + kEncWarps - 1) / kEncWarps : 0;
+      chunk_units = ok && info.chunk_count > 1 ? (info.chunk_count + kEncWarps - 1) / kEncWarps : 0;
+      single = ok && info.chunk_count == 1 ? 1 : 0;
     }
     if (i < n1) {
       a.hist_units[i] = hist_units;
       a.chunk_units[i] = chunk_units;
+      a.single_items[i] = single;
     }
     hist_carry = scan_round(scan_storage, hist_units, hist_carry, first, n1, a.hist_units + n1);
     chunk_carry = scan_round(scan_storage, chunk_units, chunk_carry, first, n1, a.chunk_units + n1);
+    single_carry = scan_round(scan_storage, single, single_carry, first, n1, a.single_items + n1);
   }
 }
 
@@ -357,13 +365,49 @@ __device__ __forceinline__ void copy_payload(const CompressArgs& a, std::size_t 
 // Items whose chunks the encode kernel placed itself (all in one unit).
 __device__ __forceinline__ bool placed_by_encoder(const ItemInfo& info) { return info.chunk_count <= kEncWarps; }
 
+// Item i of one chunk, by one warp: its own table and ring, its payload
+// copied to its place right after (the place kernel writes the directory).
+__device__ __forceinline__ void encode_single(const CompressArgs& a, std::size_t i, body::EncSym* table,
+                                              std::uint8_t* ring) {
+  const ItemInfo info = a.info[i];
+  if (info.error != static_cast<std::int32_t>(Error::ok)) return;  // the table kernel may have failed it
+  const std::uint32_t lane = static_cast<std::uint32_t>(lane_id());
+  for (std::uint32_t s = lane; s < 256; s += kWarpThreads) table[s] = a.enc[i * 256 + s];
+  __syncwarp();
+  const std::uint32_t len = info.length;
+  const std::uint32_t lanes = rans::chunk_lanes(len, a.lanes);
+  const std::size_t slot = i * a.max_chunks;
+  const std::uint32_t count =
+      body::encode_chunk(simt::Warp{}, static_cast<const std::uint8_t*>(a.in_ptrs[i]), len, lanes, a.scale_bits, table,
+                         a.states + slot * rans::kMaxLanes, a.words + slot * a.chunk_size + len, ring);
+  __syncwarp();  // the lanes' states, written by each, read by all
+  const std::uint32_t sb = body::state_bytes(a.states + slot * rans::kMaxLanes, lanes);
+  if (lane == 0) a.meta[slot] = make_uint2(lanes | (sb << 8), count);
+  __syncwarp();  // the chunk's facts, read by copy_payload
+  if (std::uint64_t{info.head} + sb + 2 * count <= capacity_of(a, i)) {
+    copy_payload(a, slot, len, static_cast<std::uint8_t*>(a.out_ptrs[i]) + info.head);
+  }
+}
+
+// Units: first the groups of kEncWarps chunks of the items of two chunks or
+// more (a block's warps share the item's table), then the items of one
+// chunk, kEncWarps a unit (a warp each, each with its own table): a batch
+// of small items keeps every warp coding.
 __global__ void __launch_bounds__(kEncWarps * kWarpThreads, kEncBlocksPerSm) rans_encode_kernel(CompressArgs a) {
-  __shared__ body::EncSym table[256];
+  __shared__ body::EncSym tables[kEncWarps][256];
   __shared__ __align__(16) std::uint8_t rings[kEncWarps][body::kEncRingBytes];
+  body::EncSym* const table = tables[0];
   const std::uint32_t* prefix = a.chunk_units + a.n + 1;
-  const std::uint32_t total = prefix[a.n];
+  const std::uint32_t* single_prefix = a.single_items + a.n + 1;
+  const std::uint32_t groups = prefix[a.n];
+  const std::uint32_t total = groups + (single_prefix[a.n] + kEncWarps - 1) / kEncWarps;
   const int warp = static_cast<int>(threadIdx.x) / kWarpThreads;
   for (std::uint32_t u = blockIdx.x; u < total; u += gridDim.x) {
+    if (u >= groups) {  // the same in every thread; units only go up, so no group follows
+      const std::uint32_t k = (u - groups) * kEncWarps + static_cast<std::uint32_t>(warp);
+      if (k < single_prefix[a.n]) encode_single(a, item_of_unit(single_prefix, a.n, k), tables[warp], rings[warp]);
+      continue;
+    }
     const std::size_t i = item_of_unit(prefix, a.n, u);
     const ItemInfo info = a.info[i];
     const bool ok = info.error == static_cast<std::int32_t>(Error::ok);  // the same in every thread
@@ -680,6 +724,7 @@ Status rans_compress_async(const void* const* d_in_ptrs, const std::size_t* d_in
   a.info = reinterpret_cast<ItemInfo*>(t + l.info);
   a.hist_units = reinterpret_cast<std::uint32_t*>(t + l.hist_units);
   a.chunk_units = reinterpret_cast<std::uint32_t*>(t + l.chunk_units);
+  a.single_items = reinterpret_cast<std::uint32_t*>(t + l.single_items);
   a.meta = reinterpret_cast<uint2*>(t + l.meta);
   a.offsets = reinterpret_cast<std::uint32_t*>(t + l.offsets);
   a.states = reinterpret_cast<std::uint32_t*>(t + l.states);
@@ -697,6 +742,11 @@ Status rans_compress_async(const void* const* d_in_ptrs, const std::size_t* d_in
                     "cudaFuncSetAttribute");
   rans_histogram_kernel<<<list_blocks<rans_histogram_kernel, kHistThreads>(tiles), kHistThreads, 0, s>>>(a);
   rans_table_kernel<<<blocks_for(num_items * kWarpThreads, kItemThreads), kItemThreads, 0, s>>>(a);
+  // The encode blocks' tables and rings (21.5 KiB) fit ten blocks an SM
+  // with the largest carveout.
+  TANDEM_CUDA_CHECK(cudaFuncSetAttribute(rans_encode_kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
+                                         cudaSharedmemCarveoutMaxShared),
+                    "cudaFuncSetAttribute");
   rans_encode_kernel<<<list_blocks<rans_encode_kernel, kEncWarps * kWarpThreads>(groups), kEncWarps * kWarpThreads, 0,
                        s>>>(a);
   rans_place_kernel<<<blocks_for(num_items * kWarpThreads, kItemThreads), kItemThreads, 0, s>>>(a);
