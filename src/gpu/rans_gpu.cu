@@ -85,6 +85,16 @@ struct ItemInfo {
   std::int32_t error;
 };
 
+// Decompression: an item of one chunk whose slots fit in words in half the
+// decode blocks' slot memory goes two to a block (rans_decode_kernel).
+constexpr std::uint32_t kSingleScaleBits = 11;
+// Batches whose items decode to at most this many bytes each take the
+// decode kernel with pairs of one-chunk items (rans_decode_kernel<true>).
+constexpr std::size_t kPairsMaxOutput = 32 * 1024;
+__device__ __forceinline__ bool is_single(const ItemInfo& info) {
+  return info.chunk_count == 1 && info.scale_bits <= kSingleScaleBits;
+}
+
 // The item whose units [prefix[i], prefix[i + 1]) hold unit u (u < prefix[n]).
 __device__ std::size_t item_of_unit(const std::uint32_t* prefix, std::size_t n, std::uint32_t u) {
   std::size_t lo = 0, hi = n;  // prefix[lo] <= u < prefix[hi]
@@ -120,13 +130,16 @@ __device__ std::uint32_t scan_round(UnitScan::TempStorage& storage, std::uint32_
   return carry + total;
 }
 
-// counts[n + 1, 2n + 2) = the exclusive prefix sums of counts[0, n + 1).
-__global__ void __launch_bounds__(kScanThreads) unit_scan_kernel(std::uint32_t* counts, std::size_t n) {
+// For each list (counts2 may be null): counts[n + 1, 2n + 2) = the
+// exclusive prefix sums of counts[0, n + 1).
+__global__ void __launch_bounds__(kScanThreads) unit_scan_kernel(std::uint32_t* counts, std::uint32_t* counts2,
+                                                                 std::size_t n) {
   __shared__ UnitScan::TempStorage scan_storage;
-  std::uint32_t carry = 0;
+  std::uint32_t carry = 0, carry2 = 0;
   for (std::size_t first = 0; first < n + 1; first += kScanThreads) {
     const std::size_t e = first + threadIdx.x;
     carry = scan_round(scan_storage, e < n + 1 ? counts[e] : 0u, carry, first, n + 1, counts + n + 1);
+    if (counts2) carry2 = scan_round(scan_storage, e < n + 1 ? counts2[e] : 0u, carry2, first, n + 1, counts2 + n + 1);
   }
 }
 
@@ -507,7 +520,7 @@ __global__ void __launch_bounds__(kEncWarps * kWarpThreads) rans_copy_kernel(Com
 
 struct DecompressLayout {
   std::uint32_t max_chunks = 0;
-  std::size_t tables = 0, info = 0, units = 0, offsets = 0, chunk_errors = 0, total = 0;
+  std::size_t tables = 0, info = 0, units = 0, singles = 0, offsets = 0, chunk_errors = 0, total = 0;
 };
 
 Status decompress_layout(std::size_t n, std::size_t max_output_size, DecompressLayout* l) {
@@ -519,6 +532,7 @@ Status decompress_layout(std::size_t n, std::size_t max_output_size, DecompressL
   l->tables = take(n * 256 * sizeof(std::uint32_t));
   l->info = take(n * sizeof(ItemInfo));
   l->units = take(2 * (n + 1) * sizeof(std::uint32_t));
+  l->singles = take(2 * (n + 1) * sizeof(std::uint32_t));
   l->offsets = take(slots * sizeof(std::uint64_t));
   l->chunk_errors = take(slots * sizeof(std::int32_t));
   l->total = carve.size();
@@ -538,6 +552,8 @@ struct DecompressArgs {
   std::uint32_t* tables;  // per item: 256 entries f | cum << 16
   ItemInfo* info;
   std::uint32_t* units;   // [n + 1] groups of kDecWarps chunks, then their prefix
+  std::uint32_t* singles; // [n + 1] items decoded as one of a pair (pairs and is_single), then their prefix
+  bool pairs;             // rans_decode_kernel<true>: small items
   std::uint64_t* offsets;
   std::int32_t* chunk_errors;
 };
@@ -549,7 +565,7 @@ __global__ void __launch_bounds__(kPrepareThreads) rans_prepare_kernel(Decompres
   const std::size_t i = warp_index();
   if (i > a.n) return;
   if (i == a.n) {
-    if (lane_id() == 0) a.units[a.n] = 0;
+    if (lane_id() == 0) a.units[a.n] = a.singles[a.n] = 0;
     return;
   }
   std::uint32_t* freq = freq_all[threadIdx.x / kWarpThreads];
@@ -590,30 +606,76 @@ __global__ void __launch_bounds__(kPrepareThreads) rans_prepare_kernel(Decompres
   }
   if (lane_id() == 0) {
     a.info[i] = info;
-    a.units[i] = work ? (info.chunk_count + kDecWarps - 1) / kDecWarps : 0;
+    const bool single = a.pairs && work && is_single(info);
+    a.units[i] = work && !single ? (info.chunk_count + kDecWarps - 1) / kDecWarps : 0;
+    a.singles[i] = single ? 1u : 0u;
   }
 }
 
+// What decoding chunk c of item i (prepared) needs: its payload, its
+// directory entry, where its bytes go and how many.
+struct ChunkJob {
+  const std::uint8_t* payload;
+  body::Entry entry;
+  std::uint8_t* out;
+  std::uint32_t n;
+};
+__device__ __forceinline__ ChunkJob chunk_job(const DecompressArgs& a, std::size_t i, const ItemInfo& info,
+                                              std::uint32_t c) {
+  const auto* in = static_cast<const std::uint8_t*>(a.in_ptrs[i]);
+  body::Header h;
+  h.chunk_count = info.chunk_count;
+  h.chunk_size = info.chunk_size;
+  h.length = info.length;
+  // The directory ends where the first payload starts.
+  const std::uint8_t* dir = in + a.offsets[i * a.max_chunks] - rans::kDirEntryBytes * std::size_t{info.chunk_count};
+  return {in + a.offsets[i * a.max_chunks + c], body::read_entry(dir, c),
+          static_cast<std::uint8_t*>(a.out_ptrs[i]) + static_cast<std::size_t>(c) * info.chunk_size,
+          body::chunk_length(h, c)};
+}
+
+// The chunk decoded with wide slots or with slots in words, its error to
+// its place.
+__device__ __forceinline__ void decode_job(const DecompressArgs& a, std::size_t i, std::uint32_t c,
+                                           std::uint32_t scale_bits, const ChunkJob& j, bool wide,
+                                           const body::WideSlot* wide_slots, const std::uint32_t* slots,
+                                           std::uint8_t* ring) {
+  const Error e = wide ? body::decode_chunk(simt::Warp{}, j.payload, j.entry.lanes, j.entry.state_bytes, j.entry.words,
+                                            j.n, scale_bits, wide_slots, j.out, ring)
+                       : body::decode_chunk(simt::Warp{}, j.payload, j.entry.lanes, j.entry.state_bytes, j.entry.words,
+                                            j.n, scale_bits, slots, j.out, ring);
+  if (lane_id() == 0) a.chunk_errors[i * a.max_chunks + c] = static_cast<std::int32_t>(e);
+}
+
+// Units: the groups of kDecWarps chunks of the items (the block's warps
+// share the item's slots). With kPairs (a.pairs: batches of small items),
+// the items of one chunk (is_single) come after the groups instead, two a
+// unit: each takes half the slot memory for its slots in words, two warps
+// fill them, one decodes; such a batch so keeps two warps of a block
+// decoding where it kept one. (kPairs costs registers: batches of larger
+// items run without it.)
+template <bool kPairs>
 __global__ void __launch_bounds__(kDecWarps * kWarpThreads, kDecBlocksPerSm) rans_decode_kernel(DecompressArgs a) {
   __shared__ std::uint32_t table[256];
   // The slots, in the layout of the stream's scale (rans_body.hpp): 2^12
-  // words, or up to 2^11 WideSlots, in the same 16 KiB.
+  // words, or up to 2^11 WideSlots, in the same 16 KiB; or two items' 2^11
+  // words each.
   __shared__ __align__(16) std::uint8_t slot_mem[sizeof(std::uint32_t) << rans::kMaxScaleBits];
   static_assert(sizeof(body::WideSlot) << body::kMaxWideScaleBits <= sizeof slot_mem, "wide slots fit");
+  static_assert(2 * (sizeof(std::uint32_t) << kSingleScaleBits) <= sizeof slot_mem, "two items' slots fit");
+  static_assert(kDecWarps == 4, "two warps an item of a pair");
   __shared__ __align__(16) std::uint8_t rings[kDecWarps][body::kDecRingBytes];
   const std::uint32_t* prefix = a.units + a.n + 1;
-  const std::uint32_t total = prefix[a.n];
   const int warp = static_cast<int>(threadIdx.x) / kWarpThreads;
-  for (std::uint32_t u = blockIdx.x; u < total; u += gridDim.x) {
-    const std::size_t i = item_of_unit(prefix, a.n, u);
-    const ItemInfo info = a.info[i];
+  auto* slots = reinterpret_cast<std::uint32_t*>(slot_mem);
+  auto* wide_slots = reinterpret_cast<body::WideSlot*>(slot_mem);
+  // Unit u of the groups: item i's table to shared memory, each warp a
+  // quarter of its slots; whether they are wide.
+  const auto fill_group = [&](std::size_t i, const ItemInfo& info) {
     for (int s = static_cast<int>(threadIdx.x); s < 256; s += kDecWarps * kWarpThreads) table[s] = a.tables[i * 256 + s];
     __syncthreads();
-    // Each warp fills a quarter of the slots.
     const std::uint32_t scale = 1u << info.scale_bits;
     const bool wide = info.scale_bits <= body::kMaxWideScaleBits;  // the same in every thread
-    auto* slots = reinterpret_cast<std::uint32_t*>(slot_mem);
-    auto* wide_slots = reinterpret_cast<body::WideSlot*>(slot_mem);
     static_assert((256 / kDecWarps) % kWarpThreads == 0, "every scale's slots split into rounds of 32 a warp");
     const std::uint32_t span = scale / kDecWarps;
     if (wide) {
@@ -621,28 +683,61 @@ __global__ void __launch_bounds__(kDecWarps * kWarpThreads, kDecBlocksPerSm) ran
     } else {
       body::fill_slots(simt::Warp{}, table, static_cast<std::uint32_t>(warp) * span, span, slots);
     }
-    __syncthreads();
-    const std::uint32_t c = (u - prefix[i]) * kDecWarps + static_cast<std::uint32_t>(warp);
-    if (c < info.chunk_count) {
-      const auto* in = static_cast<const std::uint8_t*>(a.in_ptrs[i]);
-      body::Header h;
-      h.chunk_count = info.chunk_count;
-      h.chunk_size = info.chunk_size;
-      h.length = info.length;
-      // The directory ends where the first payload starts.
-      const std::uint8_t* dir =
-          in + a.offsets[i * a.max_chunks] - rans::kDirEntryBytes * std::size_t{info.chunk_count};
-      const body::Entry entry = body::read_entry(dir, c);
-      auto* out = static_cast<std::uint8_t*>(a.out_ptrs[i]) + static_cast<std::size_t>(c) * info.chunk_size;
-      const std::uint8_t* payload = in + a.offsets[i * a.max_chunks + c];
-      const std::uint32_t n = body::chunk_length(h, c);
-      const Error e = wide ? body::decode_chunk(simt::Warp{}, payload, entry.lanes, entry.state_bytes, entry.words, n,
-                                                info.scale_bits, wide_slots, out, rings[warp])
-                           : body::decode_chunk(simt::Warp{}, payload, entry.lanes, entry.state_bytes, entry.words, n,
-                                                info.scale_bits, slots, out, rings[warp]);
-      if (lane_id() == 0) a.chunk_errors[i * a.max_chunks + c] = static_cast<std::int32_t>(e);
+    return wide;
+  };
+  if constexpr (!kPairs) {
+    const std::uint32_t total = prefix[a.n];
+    for (std::uint32_t u = blockIdx.x; u < total; u += gridDim.x) {
+      const std::size_t i = item_of_unit(prefix, a.n, u);
+      const ItemInfo info = a.info[i];
+      const bool wide = fill_group(i, info);
+      __syncthreads();
+      const std::uint32_t c = (u - prefix[i]) * kDecWarps + static_cast<std::uint32_t>(warp);
+      if (c < info.chunk_count) {
+        decode_job(a, i, c, info.scale_bits, chunk_job(a, i, info, c), wide, wide_slots, slots, rings[warp]);
+      }
+      __syncthreads();
     }
-    __syncthreads();
+  } else {
+    const std::uint32_t* single_prefix = a.singles + a.n + 1;
+    const std::uint32_t groups = prefix[a.n];
+    const std::uint32_t singles = single_prefix[a.n];
+    const std::uint32_t total = groups + (singles + 1) / 2;
+    for (std::uint32_t u = blockIdx.x; u < total; u += gridDim.x) {
+      // This warp's chunk (if any) and the slots it decodes with: one call
+      // for both kinds of unit.
+      std::size_t i = 0;
+      ItemInfo info{};
+      std::uint32_t c = 0;
+      bool decodes = false;
+      bool wide = false;
+      std::uint32_t* narrow = slots;
+      if (u >= groups) {  // the same in every thread
+        // Warps 0 and 2 fill the first item's slots, 1 and 3 the second's;
+        // warps 0 and 1 decode.
+        const std::uint32_t pair = static_cast<std::uint32_t>(warp) & 1u;
+        const std::uint32_t k = (u - groups) * 2 + pair;
+        const bool have = k < singles;
+        if (have) {
+          i = item_of_unit(single_prefix, a.n, k);
+          info = a.info[i];
+          narrow += pair << kSingleScaleBits;
+          const std::uint32_t span = (1u << info.scale_bits) / 2;
+          body::fill_slots(simt::Warp{}, a.tables + i * 256, (static_cast<std::uint32_t>(warp) >> 1) * span, span,
+                           narrow);
+        }
+        decodes = have && warp < 2;
+      } else {
+        i = item_of_unit(prefix, a.n, u);
+        info = a.info[i];
+        wide = fill_group(i, info);
+        c = (u - prefix[i]) * kDecWarps + static_cast<std::uint32_t>(warp);
+        decodes = c < info.chunk_count;
+      }
+      __syncthreads();
+      if (decodes) decode_job(a, i, c, info.scale_bits, chunk_job(a, i, info, c), wide, wide_slots, narrow, rings[warp]);
+      __syncthreads();
+    }
   }
 }
 
@@ -795,6 +890,7 @@ Status rans_decompress_async(const void* const* d_in_ptrs, const std::size_t* d_
   a.tables = reinterpret_cast<std::uint32_t*>(t + l.tables);
   a.info = reinterpret_cast<ItemInfo*>(t + l.info);
   a.units = reinterpret_cast<std::uint32_t*>(t + l.units);
+  a.singles = reinterpret_cast<std::uint32_t*>(t + l.singles);
   a.offsets = reinterpret_cast<std::uint64_t*>(t + l.offsets);
   a.chunk_errors = reinterpret_cast<std::int32_t*>(t + l.chunk_errors);
   const auto s = static_cast<cudaStream_t>(stream);
@@ -805,16 +901,27 @@ Status rans_decompress_async(const void* const* d_in_ptrs, const std::size_t* d_
   TANDEM_CUDA_CHECK(cudaFuncSetAttribute(rans_prepare_kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
                                          cudaSharedmemCarveoutMaxShared),
                     "cudaFuncSetAttribute");
+  a.pairs = max_output_size <= kPairsMaxOutput;
   rans_prepare_kernel<<<blocks_for((num_items + 1) * kWarpThreads, kPrepareThreads), kPrepareThreads, 0, s>>>(a);
-  unit_scan_kernel<<<1, kScanThreads, 0, s>>>(a.units, num_items);
+  unit_scan_kernel<<<1, kScanThreads, 0, s>>>(a.units, a.pairs ? a.singles : nullptr, num_items);
   const std::size_t groups = num_items * ((l.max_chunks + kDecWarps - 1) / kDecWarps);
   // The decode blocks' shared memory (slots and word rings, some 21 KiB)
   // lets ten share an SM only with the largest carveout.
-  TANDEM_CUDA_CHECK(cudaFuncSetAttribute(rans_decode_kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
-                                         cudaSharedmemCarveoutMaxShared),
-                    "cudaFuncSetAttribute");
-  rans_decode_kernel<<<list_blocks<rans_decode_kernel, kDecWarps * kWarpThreads>(groups), kDecWarps * kWarpThreads, 0,
-                       s>>>(a);
+  const auto launch = [&](auto kernel) -> Status {
+    TANDEM_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
+                                           cudaSharedmemCarveoutMaxShared),
+                      "cudaFuncSetAttribute");
+    return {};
+  };
+  if (a.pairs) {
+    if (Status st = launch(rans_decode_kernel<true>); !st) return st;
+    rans_decode_kernel<true><<<list_blocks<rans_decode_kernel<true>, kDecWarps * kWarpThreads>(groups),
+                               kDecWarps * kWarpThreads, 0, s>>>(a);
+  } else {
+    if (Status st = launch(rans_decode_kernel<false>); !st) return st;
+    rans_decode_kernel<false><<<list_blocks<rans_decode_kernel<false>, kDecWarps * kWarpThreads>(groups),
+                                kDecWarps * kWarpThreads, 0, s>>>(a);
+  }
   rans_finish_kernel<<<blocks_for(num_items * kWarpThreads, kItemThreads), kItemThreads, 0, s>>>(a);
   return launch_status();
 }

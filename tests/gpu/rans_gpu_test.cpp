@@ -248,6 +248,23 @@ TEST(RansGpu, DecoderReadsTheCpuStreams) {
   }
 }
 
+// `rounds` random corruptions of the stream good (bit flips, or a cut).
+void add_corruptions(const Bytes& good, int rounds, std::uint64_t seed, std::vector<Bytes>* v) {
+  std::mt19937_64 rng(seed);
+  for (int round = 0; round < rounds; ++round) {
+    Bytes s = good;
+    for (int e = 1 + static_cast<int>(rng() % 3); e > 0; --e) {
+      const std::size_t at = rng() % s.size();
+      if (round % 3 == 2) {
+        s.resize(at + 1);
+      } else {
+        s[at] ^= static_cast<std::uint8_t>(1u << (rng() % 8));
+      }
+    }
+    v->push_back(std::move(s));
+  }
+}
+
 // Streams with each kind of lie, and random corruptions of valid ones.
 std::vector<Bytes> malformed_streams() {
   namespace body = gpu::ransk;
@@ -294,19 +311,7 @@ std::vector<Bytes> malformed_streams() {
   });
   edit([&](Bytes& s) { body::store_u32le(s.data() + body::payloads_at(h), 0xFFFF); });
   edit([](Bytes& s) { s.push_back(0); });
-  std::mt19937_64 rng(5);
-  for (int round = 0; round < 400; ++round) {
-    edit([&](Bytes& s) {
-      for (int e = 1 + static_cast<int>(rng() % 3); e > 0; --e) {
-        const std::size_t at = rng() % s.size();
-        if (round % 3 == 2) {
-          s.resize(at + 1);
-        } else {
-          s[at] ^= static_cast<std::uint8_t>(1u << (rng() % 8));
-        }
-      }
-    });
-  }
+  add_corruptions(good, 400, 5, &v);
   return v;
 }
 
@@ -326,6 +331,56 @@ TEST(RansGpu, MalformedStreamsGetTheCpuErrors) {
     failed += cpu != Error::ok;
   }
   EXPECT_EQ(rans::error_name(gpu[0].error), std::string("ok"));
+  EXPECT_GT(failed, 300);
+}
+
+// Batches of items of at most 32 KiB take the decoder that pairs the items
+// of one chunk (two to a thread block, each with its slots in half the
+// block's memory); the others in such a batch (several chunks, or a scale
+// of 12 bits, whose slots need all of it) take the usual units. The same
+// bytes and errors as the CPU's.
+TEST(RansGpu, SmallItemBatchesDecodeAsTheCpuDoes) {
+  SKIP_WITHOUT_GPU();
+  std::vector<Bytes> items;
+  for (const Bytes& item : sample_items()) {
+    if (item.size() <= 16385) items.push_back(item);
+  }
+  items.push_back(test::text_like_bytes(32768, 3));
+  items.push_back(test::mixed_bytes(20000, 4));
+  for (const Params& p : kParamSets) {
+    SCOPED_TRACE(::testing::Message() << "chunk " << p.chunk_kib << " KiB, scale " << p.scale_bits);
+    std::vector<Bytes> streams;
+    std::vector<std::size_t> caps;
+    for (const Bytes& item : items) {
+      Bytes s;
+      ASSERT_TRUE(rans::encode(item, p, &s).ok());
+      streams.push_back(std::move(s));
+      caps.push_back(item.size());
+    }
+    const std::vector<Result> gpu = gpu_decompress(streams, caps);
+    for (std::size_t i = 0; i < items.size(); ++i) {
+      ASSERT_EQ(gpu[i].error, Error::ok) << "item " << i << ": " << rans::error_name(gpu[i].error);
+      ASSERT_EQ(gpu[i].bytes, items[i]) << "item " << i;
+    }
+  }
+  // Corruptions of one-chunk streams, in such a batch.
+  std::vector<Bytes> streams;
+  for (const Params& p : {Params{16, 11, 32}, Params{16, 9, 5}, Params{16, 12, 32}}) {
+    Bytes good;
+    ASSERT_TRUE(rans::encode(test::text_like_bytes(15000, 8), p, &good).ok());
+    streams.push_back(good);
+    add_corruptions(good, 200, p.scale_bits, &streams);
+  }
+  const std::vector<std::size_t> caps(streams.size(), 15000);
+  const std::vector<Result> gpu = gpu_decompress(streams, caps);
+  int failed = 0;
+  for (std::size_t i = 0; i < streams.size(); ++i) {
+    Bytes cpu_out;
+    const Error cpu = cpu_error(streams[i], caps[i], &cpu_out);
+    EXPECT_EQ(rans::error_name(gpu[i].error), rans::error_name(cpu)) << "stream " << i;
+    if (cpu == Error::ok) EXPECT_EQ(gpu[i].bytes, cpu_out) << "stream " << i;
+    failed += cpu != Error::ok;
+  }
   EXPECT_GT(failed, 300);
 }
 
