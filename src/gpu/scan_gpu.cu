@@ -119,23 +119,10 @@ class CudaScanDevice final : public ScanDevice {
   }
 
   Status download_many(std::span<const ScanTransfer> transfers) override {
-    for (const ScanTransfer& t : transfers) {
-      if (!t.bytes) continue;
-      TANDEM_CUDA_CHECK(cudaMemcpyAsync(t.dst, t.src, t.bytes, cudaMemcpyDeviceToHost, stream_), "scan download");
-    }
-    TANDEM_CUDA_CHECK(cudaStreamSynchronize(stream_), "scan download");
-    return {};
+    return copy_all(transfers, cudaMemcpyDeviceToHost, "scan download");
   }
-
-  // A copy from pageable memory returns once its source is staged, so the
-  // copies need one wait at the end, not one each.
   Status upload_many(std::span<const ScanUpload> uploads) override {
-    for (const ScanUpload& u : uploads) {
-      if (!u.bytes) continue;
-      TANDEM_CUDA_CHECK(cudaMemcpyAsync(u.dst, u.src, u.bytes, cudaMemcpyHostToDevice, stream_), "scan upload");
-    }
-    TANDEM_CUDA_CHECK(cudaStreamSynchronize(stream_), "scan upload");
-    return {};
+    return copy_all(uploads, cudaMemcpyHostToDevice, "scan upload");
   }
 
   Status crc32(std::span<ScanCrcPiece> pieces) override {
@@ -251,6 +238,19 @@ class CudaScanDevice final : public ScanDevice {
   }
 
  private:
+  // Every copy of `copies` (ScanTransfer or ScanUpload), then one wait: a
+  // copy from pageable memory returns once its source is staged, so the
+  // copies need one wait at the end, not one each.
+  template <class Copy>
+  Status copy_all(std::span<const Copy> copies, cudaMemcpyKind kind, const char* what) {
+    for (const Copy& c : copies) {
+      if (!c.bytes) continue;
+      TANDEM_CUDA_CHECK(cudaMemcpyAsync(c.dst, c.src, c.bytes, kind, stream_), what);
+    }
+    TANDEM_CUDA_CHECK(cudaStreamSynchronize(stream_), what);
+    return {};
+  }
+
   // Uploads the staged arrays into the scratch allocation (grown as needed).
   Status stage(Staging& st, std::uint8_t** d) {
     const std::size_t bytes = std::max<std::size_t>(st.bytes().size(), 256);

@@ -485,6 +485,20 @@ TANDEM_HD void lane_copies(const Warp& w, F copy_of) {
   }
 }
 
+// Word q of a copy's source s (s = from + shift, from 4-aligned): joined
+// from the two aligned words at from + 4q where both lie inside [lo, hi),
+// else read byte by byte.
+TANDEM_HD std::uint32_t source_word(const std::uint8_t* from, std::uint32_t shift, std::uint32_t q,
+                                    const std::uint8_t* lo, const std::uint8_t* hi) {
+  const std::uint8_t* a = from + 4 * q;
+  const std::uintptr_t at = reinterpret_cast<std::uintptr_t>(a);
+  if (at >= reinterpret_cast<std::uintptr_t>(lo) && at + (shift ? 8u : 4u) <= reinterpret_cast<std::uintptr_t>(hi)) {
+    return funnel(load_aligned_u32(a), shift ? load_aligned_u32(a + 4) : 0u, shift);
+  }
+  const std::uint8_t* b = a + shift;
+  return b[0] | (std::uint32_t{b[1]} << 8) | (std::uint32_t{b[2]} << 16) | (std::uint32_t{b[3]} << 24);
+}
+
 // Copies len bytes from src to dst (no overlap), the whole warp together.
 // Short runs go a byte per lane; long runs as aligned 4-byte stores, each
 // built from two aligned 4-byte loads, whenever those loads stay inside
@@ -511,18 +525,7 @@ TANDEM_HD void warp_copy(const Warp& w, std::uint8_t* dst, const std::uint8_t* s
     if (static_cast<std::uint32_t>(l) < head) dst[l] = src[l];
     if (static_cast<std::uint32_t>(l) < len - tail_start) dst[tail_start + l] = src[tail_start + l];
     for (std::uint32_t k = static_cast<std::uint32_t>(l); k < words; k += kWarpSize) {
-      const std::uint8_t* a = sa + 4 * k;
-      const std::uintptr_t at = reinterpret_cast<std::uintptr_t>(a);
-      std::uint32_t v;
-      if (at >= reinterpret_cast<std::uintptr_t>(src_lo) && at + (shift ? 8 : 4) <= reinterpret_cast<std::uintptr_t>(src_hi)) {
-        const std::uint32_t lo = load_aligned_u32(a);
-        const std::uint32_t hi = shift ? load_aligned_u32(a + 4) : 0;
-        v = funnel(lo, hi, shift);
-      } else {
-        const std::uint8_t* b = s + 4 * k;
-        v = b[0] | (std::uint32_t{b[1]} << 8) | (std::uint32_t{b[2]} << 16) | (std::uint32_t{b[3]} << 24);
-      }
-      store_aligned_u32(d + 4 * k, v);
+      store_aligned_u32(d + 4 * k, source_word(sa, shift, k, src_lo, src_hi));
     }
   });
 }
@@ -538,10 +541,8 @@ template <std::uint32_t kBatch>
 TANDEM_HD void copy_words_share(std::uint8_t* dst, const std::uint8_t* src, std::uint32_t len,
                                 const std::uint8_t* src_lo, const std::uint8_t* src_hi, std::uint32_t t,
                                 std::uint32_t threads) {
-  const std::uint32_t head =
-      len < ((4u - static_cast<std::uint32_t>(reinterpret_cast<std::uintptr_t>(dst) & 3u)) & 3u)
-          ? len
-          : (4u - static_cast<std::uint32_t>(reinterpret_cast<std::uintptr_t>(dst) & 3u)) & 3u;
+  const std::uint32_t to_aligned = (4u - static_cast<std::uint32_t>(reinterpret_cast<std::uintptr_t>(dst) & 3u)) & 3u;
+  const std::uint32_t head = len < to_aligned ? len : to_aligned;
   const std::uint32_t words = (len - head) / 4;
   const std::uint32_t tail = head + 4 * words;
   if (t < head) dst[t] = src[t];
@@ -556,16 +557,7 @@ TANDEM_HD void copy_words_share(std::uint8_t* dst, const std::uint8_t* src, std:
                       reach <= reinterpret_cast<std::uintptr_t>(src_hi);
   if (!inside) {  // a word at a time, each tested
     for (std::uint32_t q = t; q < words; q += threads) {
-      const std::uintptr_t at = reinterpret_cast<std::uintptr_t>(from + 4 * q);
-      std::uint32_t v;
-      if (at >= reinterpret_cast<std::uintptr_t>(src_lo) &&
-          at + (shift ? 8u : 4u) <= reinterpret_cast<std::uintptr_t>(src_hi)) {
-        v = funnel(load_aligned_u32(from + 4 * q), shift ? load_aligned_u32(from + 4 * q + 4) : 0u, shift);
-      } else {
-        const std::uint8_t* b = s + 4 * q;
-        v = b[0] | (std::uint32_t{b[1]} << 8) | (std::uint32_t{b[2]} << 16) | (std::uint32_t{b[3]} << 24);
-      }
-      store_aligned_u32(to + 4 * q, v);
+      store_aligned_u32(to + 4 * q, source_word(from, shift, q, src_lo, src_hi));
     }
     return;
   }
