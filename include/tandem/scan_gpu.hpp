@@ -149,7 +149,9 @@ class DeviceScanResult {
 };
 
 // Scans every archive of `archives` (host memory, held by the caller until
-// the call returns) into result. Limits apply to each archive on its own, as
+// the call returns; pageable memory goes up through pinned memory that the
+// scanner keeps across calls, pinned or registered memory goes up directly)
+// into result. Limits apply to each archive on its own, as
 // scan() applies them. The call's status is not ok for an argument error, a
 // device error (out of device memory, a failed launch), or when an archive's
 // entries pass limits.max_entries (bad_data, as scan() says; the entries

@@ -909,7 +909,7 @@ Status Batch::upload_cpu_outputs(const std::vector<Op*>& ops) {
     std::uint8_t* dev = kept.data();
     if (!dev_.emulated()) {
       dev = d + at;
-      uploads.push_back({dev, kept.data(), static_cast<std::size_t>(n)});
+      uploads.push_back({dev, kept.data(), static_cast<std::size_t>(n), true});
       stats_.host_to_device_bytes += n;
       at += (n + 255) / 256 * 256;
     }
@@ -1152,17 +1152,14 @@ Status scan_roots(std::vector<Root>& roots, const ScanLimits& limits, gpu::ScanD
     if (dev.emulated()) {
       for (const auto& u : uploads) std::memcpy(base + u.first, u.second.host, static_cast<std::size_t>(u.second.size));
     } else {
-      std::uint8_t* const host = batch.keep_raw(static_cast<std::size_t>(staged));
-      std::vector<detail::Copy> copies;
+      if (Status s = batch.alloc(static_cast<std::size_t>(staged), &d); !s) return s;
+      std::vector<gpu::ScanUpload> copies;
       std::uint64_t at = 0;
       for (const auto& u : uploads) {
-        copies.push_back({host + at, u.second.host, static_cast<std::size_t>(u.second.size)});
+        copies.push_back({d + at, u.second.host, static_cast<std::size_t>(u.second.size)});
         at += u.second.size;
       }
-      std::vector<std::size_t> first_piece;
-      detail::parallel_copy(copies, &first_piece);
-      if (Status s = batch.alloc(static_cast<std::size_t>(staged), &d); !s) return s;
-      if (Status s = dev.upload(d, host, static_cast<std::size_t>(staged)); !s) return s;
+      if (Status s = dev.upload_many(copies); !s) return s;
       stats.host_to_device_bytes += staged;
       at = 0;
       for (const auto& u : uploads) {
@@ -1226,7 +1223,7 @@ Status scan_to_device(std::span<const ScanInput> archives, const ScanLimits& lim
     const std::uint8_t* d = h;
     if (!dev->emulated() && n) {
       d = static_cast<std::uint8_t*>(up) + at;
-      uploads.push_back({const_cast<std::uint8_t*>(d), h, static_cast<std::size_t>(n)});
+      uploads.push_back({const_cast<std::uint8_t*>(d), h, static_cast<std::size_t>(n), true});
       result->stats.host_to_device_bytes += n;
       at += (n + 255) / 256 * 256;
     }

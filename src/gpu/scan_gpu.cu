@@ -4,12 +4,21 @@
 // (scan_gpu_body.hpp, a thread block per descriptor, grid-stride). Each
 // dispatch packs its descriptors into one upload, launches, and brings the
 // sizes and statuses back in one download.
+//
+// Transfers of pageable host memory go through pinned memory kept across
+// calls (a StagePool lease: two halves and a buffer for descriptors), in
+// pieces of a half: the host's copy into one half overlaps the DMA out of the
+// other, and pieces bound for adjacent device bytes go in one DMA. Memory the
+// device reaches already (pinned, registered, device, managed) is copied
+// directly.
 #include <cuda_runtime.h>
 
 #include <algorithm>
 #include <cstring>
+#include <mutex>
 #include <vector>
 
+#include "common/thread_pool.hpp"
 #include "gpu/gpu_memory.cuh"
 #include "gpu/inflate_gpu.hpp"
 #include "gpu/scan_gpu.hpp"
@@ -92,11 +101,121 @@ StagedJobs stage_jobs(Staging& st, std::span<const ScanDecodeJob> jobs) {
   return s;
 }
 
+// Pinned host memory for one call's transfers: two halves that pageable
+// bytes pass through in turn, an event per half recorded after its last DMA,
+// and a buffer for a dispatch's descriptors and results.
+constexpr std::size_t kStageHalf = std::size_t{4} << 20;
+// A half's host copy is spread over the worker pool in slices of this size
+// (a half of fewer bytes is copied on the calling thread).
+constexpr std::size_t kStageSlice = std::size_t{256} << 10;
+
+struct PinnedStage {
+  PinnedStage() = default;
+  PinnedStage(const PinnedStage&) = delete;
+  PinnedStage& operator=(const PinnedStage&) = delete;
+  ~PinnedStage() {
+    for (cudaEvent_t e : done) {
+      if (e) (void)cudaEventDestroy(e);
+    }
+    if (half[0]) (void)cudaFreeHost(half[0]);
+  }
+
+  int device = 0;                 // the events' device
+  std::uint8_t* half[2] = {};
+  cudaEvent_t done[2] = {};
+  PinnedBuffer small;
+};
+
+// The stages that no call holds, per device, kept for the next calls and
+// freed at exit (the pool is made after the CUDA runtime starts, so it goes
+// before the runtime does).
+class StagePool {
+ public:
+  static StagePool& instance() {
+    static StagePool pool;
+    return pool;
+  }
+
+  // A stage for the current device: a kept one, else a new one.
+  Status take(std::unique_ptr<PinnedStage>* stage) {
+    int device = 0;
+    TANDEM_CUDA_CHECK(cudaGetDevice(&device), "cudaGetDevice");
+    {
+      const std::lock_guard<std::mutex> lock(mutex_);
+      for (auto it = free_.begin(); it != free_.end(); ++it) {
+        if ((*it)->device != device) continue;
+        *stage = std::move(*it);
+        free_.erase(it);
+        return {};
+      }
+    }
+    auto made = std::make_unique<PinnedStage>();
+    made->device = device;
+    void* p = nullptr;
+    TANDEM_CUDA_CHECK(cudaHostAlloc(&p, 2 * kStageHalf, cudaHostAllocPortable), "cudaHostAlloc (scan staging)");
+    made->half[0] = static_cast<std::uint8_t*>(p);
+    made->half[1] = made->half[0] + kStageHalf;
+    for (cudaEvent_t& e : made->done) {
+      TANDEM_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), "cudaEventCreate (scan staging)");
+    }
+    *stage = std::move(made);
+    return {};
+  }
+
+  // Back to the pool: no transfer of the stage may still be in flight.
+  void give(std::unique_ptr<PinnedStage> stage) {
+    if (!stage) return;
+    const std::lock_guard<std::mutex> lock(mutex_);
+    free_.push_back(std::move(stage));
+  }
+
+ private:
+  std::mutex mutex_;
+  std::vector<std::unique_ptr<PinnedStage>> free_;
+};
+
+// Whether the device reaches `p` without staging: pinned or registered host
+// memory, device or managed memory.
+bool device_reaches(const void* p) {
+  cudaPointerAttributes a{};
+  if (cudaPointerGetAttributes(&a, p) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return false;
+  }
+  return a.type != cudaMemoryTypeUnregistered;
+}
+
+// The host copies of one half: on the pool when there are enough bytes.
+void host_copies(const std::vector<detail::Copy>& copies, std::size_t bytes, std::vector<std::size_t>* scratch) {
+  if (bytes <= kStageSlice) {
+    for (const detail::Copy& c : copies) std::memcpy(c.dst, c.src, c.size);
+    return;
+  }
+  detail::parallel_copy(copies, scratch);
+}
+
+// Appends a host copy in slices of at most kStageSlice bytes.
+void add_copy(std::vector<detail::Copy>* copies, void* dst, const void* src, std::size_t n) {
+  for (std::size_t at = 0; at < n; at += kStageSlice) {
+    copies->push_back({static_cast<std::uint8_t*>(dst) + at, static_cast<const std::uint8_t*>(src) + at,
+                       std::min(kStageSlice, n - at)});
+  }
+}
+
 class CudaScanDevice final : public ScanDevice {
  public:
   explicit CudaScanDevice(Stream stream) : stream_(reinterpret_cast<cudaStream_t>(stream)) {}
   ~CudaScanDevice() override {
     if (scratch_) cudaFree(scratch_);
+    // Every transfer ends with a wait, but one that failed half way may not.
+    if (stage_) {
+      if (cudaStreamSynchronize(stream_) == cudaSuccess) {
+        StagePool::instance().give(std::move(stage_));
+      } else {
+        (void)cudaGetLastError();
+        stage_.reset();
+      }
+    }
   }
 
   bool emulated() const override { return false; }
@@ -119,10 +238,128 @@ class CudaScanDevice final : public ScanDevice {
   }
 
   Status download_many(std::span<const ScanTransfer> transfers) override {
-    return copy_all(transfers, cudaMemcpyDeviceToHost, "scan download");
+    if (Status s = lease(); !s) return s;
+    // Half b's pieces are copied out once its DMAs are done, which is
+    // waited for only when the half is wanted again (or at the end).
+    std::vector<detail::Copy> outs[2];
+    std::size_t out_bytes[2] = {0, 0};
+    std::vector<ScanTransfer> dmas;
+    int b = 0;
+    std::size_t used = 0;
+    const auto drain = [&](int h) -> Status {
+      if (outs[h].empty()) return {};
+      TANDEM_CUDA_CHECK(cudaEventSynchronize(stage_->done[h]), "scan download");
+      host_copies(outs[h], out_bytes[h], &first_piece_);
+      outs[h].clear();
+      out_bytes[h] = 0;
+      return {};
+    };
+    const auto flush = [&]() -> Status {
+      if (dmas.empty()) return {};
+      for (const ScanTransfer& d : dmas) {
+        TANDEM_CUDA_CHECK(cudaMemcpyAsync(d.dst, d.src, d.bytes, cudaMemcpyDeviceToHost, stream_), "scan download");
+      }
+      TANDEM_CUDA_CHECK(cudaEventRecord(stage_->done[b], stream_), "scan download");
+      dmas.clear();
+      used = 0;
+      b ^= 1;
+      return drain(b);
+    };
+    for (const ScanTransfer& t : transfers) {
+      if (!t.bytes) continue;
+      if (device_reaches(t.dst)) {
+        TANDEM_CUDA_CHECK(cudaMemcpyAsync(t.dst, t.src, t.bytes, cudaMemcpyDefault, stream_), "scan download");
+        continue;
+      }
+      for (std::size_t at = 0; at < t.bytes;) {
+        if (used == kStageHalf) {
+          if (Status s = flush(); !s) return s;
+        }
+        const std::size_t n = std::min(t.bytes - at, kStageHalf - used);
+        std::uint8_t* const pinned = stage_->half[b] + used;
+        dmas.push_back({pinned, static_cast<const std::uint8_t*>(t.src) + at, n});
+        add_copy(&outs[b], static_cast<std::uint8_t*>(t.dst) + at, pinned, n);
+        out_bytes[b] += n;
+        used += n;
+        at += n;
+      }
+    }
+    if (Status s = flush(); !s) return s;
+    if (Status s = drain(b ^ 1); !s) return s;
+    TANDEM_CUDA_CHECK(cudaStreamSynchronize(stream_), "scan download");
+    return {};
   }
+
   Status upload_many(std::span<const ScanUpload> uploads) override {
-    return copy_all(uploads, cudaMemcpyHostToDevice, "scan upload");
+    if (Status s = lease(); !s) return s;
+    // Half b's pieces are copied in all at once, then go up; the other half
+    // is refilled once its DMAs are done.
+    std::vector<detail::Copy> ins;
+    std::size_t in_bytes = 0;
+    std::vector<ScanUpload> dmas;
+    std::uint8_t* pad_end = nullptr;  // how far the last DMA may reach on the device (the caller's padding)
+    int b = 0;
+    std::size_t used = 0;
+    const auto flush = [&]() -> Status {
+      if (dmas.empty()) return {};
+      host_copies(ins, in_bytes, &first_piece_);
+      for (const ScanUpload& d : dmas) {
+        TANDEM_CUDA_CHECK(cudaMemcpyAsync(d.dst, d.src, d.bytes, cudaMemcpyHostToDevice, stream_), "scan upload");
+      }
+      TANDEM_CUDA_CHECK(cudaEventRecord(stage_->done[b], stream_), "scan upload");
+      ins.clear();
+      in_bytes = 0;
+      dmas.clear();
+      used = 0;
+      b ^= 1;
+      TANDEM_CUDA_CHECK(cudaEventSynchronize(stage_->done[b]), "scan upload");
+      return {};
+    };
+    for (const ScanUpload& u : uploads) {
+      if (!u.bytes) continue;
+      if (device_reaches(u.src)) {
+        TANDEM_CUDA_CHECK(cudaMemcpyAsync(u.dst, u.src, u.bytes, cudaMemcpyDefault, stream_), "scan upload");
+        continue;
+      }
+      for (std::size_t at = 0; at < u.bytes;) {
+        if (used == kStageHalf) {
+          if (Status s = flush(); !s) return s;
+        }
+        std::uint8_t* const dst = static_cast<std::uint8_t*>(u.dst) + at;
+        // A piece that starts where the last DMA ends on the device, or
+        // within the caller's padding after it, joins that DMA (the padding
+        // gets whatever the half holds there). The last DMA's pinned bytes
+        // always end at `used`.
+        bool join = false;
+        if (!dmas.empty()) {
+          ScanUpload& last = dmas.back();
+          std::uint8_t* const end = static_cast<std::uint8_t*>(last.dst) + last.bytes;
+          if (dst >= end && dst <= pad_end && static_cast<std::size_t>(dst - end) < kStageHalf - used) {
+            used += static_cast<std::size_t>(dst - end);
+            last.bytes += static_cast<std::size_t>(dst - end);
+            join = true;
+          }
+        }
+        const std::size_t n = std::min(u.bytes - at, kStageHalf - used);
+        std::uint8_t* const pinned = stage_->half[b] + used;
+        if (join) {
+          dmas.back().bytes += n;
+        } else {
+          dmas.push_back({dst, pinned, n});
+        }
+        add_copy(&ins, pinned, static_cast<const std::uint8_t*>(u.src) + at, n);
+        in_bytes += n;
+        used += n;
+        at += n;
+        pad_end = dst + n;
+        if (u.padded && at == u.bytes) {
+          pad_end = reinterpret_cast<std::uint8_t*>((reinterpret_cast<std::uintptr_t>(pad_end) + 255) / 256 * 256);
+        }
+      }
+    }
+    if (Status s = flush(); !s) return s;
+    TANDEM_CUDA_CHECK(cudaStreamSynchronize(stream_), "scan upload");
+    return {};
   }
 
   Status crc32(std::span<ScanCrcPiece> pieces) override {
@@ -238,20 +475,14 @@ class CudaScanDevice final : public ScanDevice {
   }
 
  private:
-  // Every copy of `copies` (ScanTransfer or ScanUpload), then one wait: a
-  // copy from pageable memory returns once its source is staged, so the
-  // copies need one wait at the end, not one each.
-  template <class Copy>
-  Status copy_all(std::span<const Copy> copies, cudaMemcpyKind kind, const char* what) {
-    for (const Copy& c : copies) {
-      if (!c.bytes) continue;
-      TANDEM_CUDA_CHECK(cudaMemcpyAsync(c.dst, c.src, c.bytes, kind, stream_), what);
-    }
-    TANDEM_CUDA_CHECK(cudaStreamSynchronize(stream_), what);
-    return {};
+  // This call's pinned stage, taken from the pool on first use.
+  Status lease() {
+    if (stage_) return {};
+    return StagePool::instance().take(&stage_);
   }
 
-  // Uploads the staged arrays into the scratch allocation (grown as needed).
+  // Uploads the staged arrays (through the stage's pinned buffer) into the
+  // scratch allocation (grown as needed).
   Status stage(Staging& st, std::uint8_t** d) {
     const std::size_t bytes = std::max<std::size_t>(st.bytes().size(), 256);
     if (bytes > scratch_bytes_) {
@@ -261,23 +492,29 @@ class CudaScanDevice final : public ScanDevice {
       TANDEM_CUDA_CHECK(cudaMalloc(&scratch_, bytes), "cudaMalloc (scan descriptors)");
       scratch_bytes_ = bytes;
     }
-    TANDEM_CUDA_CHECK(cudaMemcpyAsync(scratch_, st.bytes().data(), st.bytes().size(), cudaMemcpyHostToDevice, stream_),
+    if (Status s = lease(); !s) return s;
+    if (Status s = stage_->small.reserve(st.bytes().size()); !s) return s;
+    std::memcpy(stage_->small.data(), st.bytes().data(), st.bytes().size());
+    TANDEM_CUDA_CHECK(cudaMemcpyAsync(scratch_, stage_->small.data(), st.bytes().size(), cudaMemcpyHostToDevice, stream_),
                       "scan descriptors upload");
     *d = static_cast<std::uint8_t*>(scratch_);
     return {};
   }
   // Waits for the dispatch and brings back the staged results from `from` on.
   Status fetch(Staging& st, const std::uint8_t* d, std::size_t from) {
-    TANDEM_CUDA_CHECK(cudaMemcpyAsync(st.bytes().data() + from, d + from, st.bytes().size() - from,
-                                      cudaMemcpyDeviceToHost, stream_),
+    const std::size_t n = st.bytes().size() - from;
+    TANDEM_CUDA_CHECK(cudaMemcpyAsync(stage_->small.data() + from, d + from, n, cudaMemcpyDeviceToHost, stream_),
                       "scan results download");
     TANDEM_CUDA_CHECK(cudaStreamSynchronize(stream_), "scan dispatch");
+    std::memcpy(st.bytes().data() + from, stage_->small.data() + from, n);
     return {};
   }
 
   cudaStream_t stream_;
   void* scratch_ = nullptr;
   std::size_t scratch_bytes_ = 0;
+  std::unique_ptr<PinnedStage> stage_;
+  std::vector<std::size_t> first_piece_;  // parallel_copy's scratch
 };
 
 }  // namespace

@@ -8,6 +8,10 @@
 // device memory, runs them all in one launch (inflate_async,
 // lz4_decompress_async, or the copy kernel of scan_gpu_body.hpp), waits, and
 // writes each job's outcome back into the host array.
+//
+// Transfers take host memory of any kind: the CUDA device stages pageable
+// memory through pinned memory of its own and copies pinned, registered,
+// device and managed memory directly.
 #pragma once
 
 #include <cstddef>
@@ -52,6 +56,10 @@ struct ScanUpload {
   void* dst = nullptr;        // device
   const void* src = nullptr;  // host
   std::size_t bytes = 0;
+  // The device bytes from dst + bytes up to the next multiple of 256 (of
+  // the address) are the caller's padding: the upload may overwrite them, so
+  // that uploads laid out one after another go in one DMA.
+  bool padded = false;
 };
 
 class ScanDevice {
