@@ -34,6 +34,16 @@
 //
 // Functions are safe to call from several threads (each call owns its
 // allocations and uses only the stream it is given).
+//
+// Memory: a call's temporary device memory comes from the device's default
+// memory pool, allocated and freed in order on the call's stream; the first
+// call on a device raises that pool's release threshold to an eighth of the
+// device's memory (never lowers it), so that the pool keeps memory between
+// calls instead of giving it back at each synchronisation. The result's
+// allocation is plain cudaMalloc memory. Transfers of pageable host memory
+// go through pinned host memory (8 MiB and room for descriptors for each
+// call under way) that the scanner keeps for later calls until the process
+// exits.
 #pragma once
 
 #include <cstdint>

@@ -1140,7 +1140,7 @@ Status scan_roots(std::vector<Root>& roots, const ScanLimits& limits, gpu::ScanD
   t = std::chrono::steady_clock::now();
   void* out = nullptr;
   if (total) {
-    if (Status s = dev.alloc(static_cast<std::size_t>(total), &out); !s) return s;
+    if (Status s = dev.alloc_result(static_cast<std::size_t>(total), &out); !s) return s;
     result->adopt(out, total, !dev.emulated());
   }
   std::uint8_t* const base = static_cast<std::uint8_t*>(out);

@@ -1,9 +1,11 @@
 // The archive scanner's CUDA device (see scan_gpu.hpp): device memory from
-// cudaMalloc, transfers and launches on the caller's stream, and one launch
-// per dispatch: inflate_async, lz4_decompress_async, or the copy kernel
-// (scan_gpu_body.hpp, a thread block per descriptor, grid-stride). Each
-// dispatch packs its descriptors into one upload, launches, and brings the
-// sizes and statuses back in one download.
+// the device's default memory pool (cudaMallocAsync and cudaFreeAsync on the
+// call's stream; the pool keeps what a call frees for the next one), the
+// result's from cudaMalloc; transfers and launches on the caller's stream;
+// one launch per dispatch: inflate_async, lz4_decompress_async, or the copy
+// kernel (scan_gpu_body.hpp, a thread block per descriptor, grid-stride).
+// Each dispatch packs its descriptors into one upload, launches, and brings
+// the sizes and statuses back in one download.
 //
 // Transfers of pageable host memory go through pinned memory kept across
 // calls (a StagePool lease: two halves and a buffer for descriptors), in
@@ -202,11 +204,49 @@ void add_copy(std::vector<detail::Copy>* copies, void* dst, const void* src, std
   }
 }
 
+// The current device's default memory pool keeps at least this share of the
+// device's memory when streams synchronise (by default it gives back all it
+// does not hold), so that a call's allocations reuse the last call's memory.
+constexpr std::size_t kPoolKeepShare = 8;  // an eighth
+
+// Whether the current device has memory pools; the first time for a device,
+// raises its default pool's release threshold (never lowers it).
+bool stream_ordered_memory() {
+  constexpr int kDevices = 64;
+  static std::mutex mutex;
+  static signed char known[kDevices];  // 0: not asked yet, 1: pools, -1: none
+  int device = 0;
+  if (cudaGetDevice(&device) != cudaSuccess || device < 0 || device >= kDevices) {
+    (void)cudaGetLastError();
+    return false;
+  }
+  const std::lock_guard<std::mutex> lock(mutex);
+  if (known[device] == 0) {
+    known[device] = -1;
+    int pools = 0;
+    cudaMemPool_t pool = nullptr;
+    cudaDeviceProp prop{};
+    std::uint64_t threshold = 0;
+    if (cudaDeviceGetAttribute(&pools, cudaDevAttrMemoryPoolsSupported, device) == cudaSuccess && pools &&
+        cudaDeviceGetDefaultMemPool(&pool, device) == cudaSuccess &&
+        cudaGetDeviceProperties(&prop, device) == cudaSuccess &&
+        cudaMemPoolGetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &threshold) == cudaSuccess) {
+      std::uint64_t keep = prop.totalGlobalMem / kPoolKeepShare;
+      if (threshold >= keep || cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep) == cudaSuccess) {
+        known[device] = 1;
+      }
+    }
+    (void)cudaGetLastError();
+  }
+  return known[device] == 1;
+}
+
 class CudaScanDevice final : public ScanDevice {
  public:
-  explicit CudaScanDevice(Stream stream) : stream_(reinterpret_cast<cudaStream_t>(stream)) {}
+  explicit CudaScanDevice(Stream stream)
+      : stream_(reinterpret_cast<cudaStream_t>(stream)), pools_(stream_ordered_memory()) {}
   ~CudaScanDevice() override {
-    if (scratch_) cudaFree(scratch_);
+    free(scratch_);
     // Every transfer ends with a wait, but one that failed half way may not.
     if (stage_) {
       if (cudaStreamSynchronize(stream_) == cudaSuccess) {
@@ -220,12 +260,27 @@ class CudaScanDevice final : public ScanDevice {
 
   bool emulated() const override { return false; }
 
+  // Stream-ordered where the device has memory pools: the memory is the
+  // stream's until the free, which the stream reaches after every use.
   Status alloc(std::size_t bytes, void** ptr) override {
-    TANDEM_CUDA_CHECK(cudaMalloc(ptr, std::max<std::size_t>(bytes, 1)), "cudaMalloc (scan)");
+    bytes = std::max<std::size_t>(bytes, 1);
+    if (pools_) {
+      TANDEM_CUDA_CHECK(cudaMallocAsync(ptr, bytes, stream_), "cudaMallocAsync (scan)");
+    } else {
+      TANDEM_CUDA_CHECK(cudaMalloc(ptr, bytes), "cudaMalloc (scan)");
+    }
     return {};
   }
   void free(void* ptr) override {
-    if (ptr) cudaFree(ptr);
+    if (!ptr) return;
+    const cudaError_t e = pools_ ? cudaFreeAsync(ptr, stream_) : cudaFree(ptr);
+    if (e != cudaSuccess) (void)cudaGetLastError();
+  }
+  // Not from the pool: the result outlives the call and its stream, and
+  // free_cuda_scan_memory frees it with cudaFree wherever it was made.
+  Status alloc_result(std::size_t bytes, void** ptr) override {
+    TANDEM_CUDA_CHECK(cudaMalloc(ptr, std::max<std::size_t>(bytes, 1)), "cudaMalloc (scan result)");
+    return {};
   }
 
   Status upload(void* dst, const void* src, std::size_t bytes) override {
@@ -486,10 +541,10 @@ class CudaScanDevice final : public ScanDevice {
   Status stage(Staging& st, std::uint8_t** d) {
     const std::size_t bytes = std::max<std::size_t>(st.bytes().size(), 256);
     if (bytes > scratch_bytes_) {
-      if (scratch_) cudaFree(scratch_);
+      free(scratch_);
       scratch_ = nullptr;
       scratch_bytes_ = 0;
-      TANDEM_CUDA_CHECK(cudaMalloc(&scratch_, bytes), "cudaMalloc (scan descriptors)");
+      if (Status s = alloc(bytes, &scratch_); !s) return s;
       scratch_bytes_ = bytes;
     }
     if (Status s = lease(); !s) return s;
@@ -511,6 +566,7 @@ class CudaScanDevice final : public ScanDevice {
   }
 
   cudaStream_t stream_;
+  bool pools_;
   void* scratch_ = nullptr;
   std::size_t scratch_bytes_ = 0;
   std::unique_ptr<PinnedStage> stage_;

@@ -66,9 +66,14 @@ class ScanDevice {
  public:
   virtual ~ScanDevice() = default;
   virtual bool emulated() const = 0;
-  // Device memory of `bytes` bytes (at least 1), 256-byte aligned.
+  // Device memory of `bytes` bytes (at least 1), 256-byte aligned, for the
+  // device's stream until free (ordered on the stream after every use of it;
+  // before the device object goes).
   virtual Status alloc(std::size_t bytes, void** ptr) = 0;
   virtual void free(void* ptr) = 0;
+  // The same for the result, which outlives the device object: freed by
+  // free_cuda_scan_memory (std::free when emulated).
+  virtual Status alloc_result(std::size_t bytes, void** ptr) = 0;
   // Ordered on the device's stream; upload returns once `src` may be reused.
   virtual Status upload(void* dst, const void* src, std::size_t bytes) = 0;
   virtual Status download(void* dst, const void* src, std::size_t bytes) = 0;

@@ -27,6 +27,7 @@ class EmulatedScanDevice final : public ScanDevice {
     return *ptr ? Status{} : Status{StatusCode::out_of_memory, "scan buffer"};
   }
   void free(void* ptr) override { std::free(ptr); }
+  Status alloc_result(std::size_t bytes, void** ptr) override { return alloc(bytes, ptr); }
 
   Status upload(void* dst, const void* src, std::size_t bytes) override {
     if (bytes) std::memcpy(dst, src, bytes);
