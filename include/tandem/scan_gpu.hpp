@@ -101,19 +101,24 @@ struct DeviceScanStats {
   std::uint64_t dispatches = 0;        // launches: per layer at most 3 decoders and a CRC-32; the final gather
   std::uint64_t host_to_device_bytes = 0;
   std::uint64_t device_to_host_bytes = 0;  // outputs' first bytes, and whole outputs to parse or to xxHash
-  double seconds = 0;                  // wall time of the call, of which:
-  double upload_seconds = 0;           //   the device's setup and the archives' transfer (the upload; the
-                                       //   copy back for scan_device_archive)
+  double seconds = 0;                  // wall time of the call, the sum of the phases below:
+  double setup_seconds = 0;            //   the device's choice and set-up, the archives' device allocation
+  double upload_seconds = 0;           //   the archives' transfer (the copy back for scan_device_archive)
   double walk_seconds = 0;             //   the host's discovery walks and parsing of structure
-  double final_walk_seconds = 0;       //   the final walks (with the CPU decodes they ask for) and entry table
   double prepare_seconds = 0;          //   block layout (zstd frames with compressed blocks decoded here)
-  double device_seconds = 0;           //   dispatches, their waits and transfers, checks of the outputs;
+  double device_seconds = 0;           //   dispatches, their allocations, waits and transfers, checks of the
+                                       //   outputs, the upload of the CPU's outputs;
   double device_call_seconds = 0;      //     of which inside the device's calls (launches and their waits,
                                        //     transfers; with the emulation, the emulated kernels)
   double cpu_seconds = 0;              //   after the device's part: the inputs it rejected, decoded on the
                                        //   CPU, and the wait for the pool's inputs (below) where the device
                                        //   finished first
-  double gather_seconds = 0;           //   the final gather of every entry into the result
+  double final_walk_seconds = 0;       //   the final walks (with the CPU decodes they ask for)
+  double entry_table_seconds = 0;      //   every archive's entries joined into the result's table, and the
+                                       //   gather's list of where each entry's bytes are
+  double result_alloc_seconds = 0;     //   the result's allocation
+  double gather_seconds = 0;           //   the upload of entries' bytes held on the host, the final gather
+  double release_seconds = 0;          //   freeing the call's temporary device memory and host state
   double cpu_pool_seconds = 0;         // not a phase of its own: the CPU pool's time on the inputs it took
                                        // at the start of each layer (the split's, and those the device cannot
                                        // take), while the device part ran

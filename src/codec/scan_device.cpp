@@ -192,14 +192,34 @@ struct ArchiveState {
   std::deque<std::vector<std::uint8_t>> kept;  // host bytes of its final walk
 };
 
+// A call's time, phase after phase: lap(phase) adds the time since the last
+// lap (or the start) to that phase, so that the phases cover the call whole
+// and add up to its `seconds`.
+class PhaseClock {
+ public:
+  explicit PhaseClock(DeviceScanStats* stats) : stats_(*stats) {}
+  void lap(double DeviceScanStats::*phase) {
+    const auto now = std::chrono::steady_clock::now();
+    stats_.*phase += std::chrono::duration<double>(now - last_).count();
+    last_ = now;
+  }
+  // The last lap ends the call.
+  void finish() { stats_.seconds = std::chrono::duration<double>(last_ - start_).count(); }
+
+ private:
+  DeviceScanStats& stats_;
+  const std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
+  std::chrono::steady_clock::time_point last_ = start_;
+};
+
 // Everything one call shares across its archives and passes.
 class Batch {
  public:
   Batch(gpu::ScanDevice& dev, const ScanLimits& limits, const DeviceScanOptions& options, std::size_t archives,
-        DeviceScanStats* stats)
+        DeviceScanStats* stats, PhaseClock& clock)
       : dev_(dev), limits_(limits),
         threads_(detail::effective_threads(static_cast<int>(std::min(options.threads, 1u << 16)))),
-        cpu_block_(options.cpu_block_bytes), stats_(*stats), archives_(archives) {}
+        cpu_block_(options.cpu_block_bytes), stats_(*stats), clock_(clock), archives_(archives) {}
   ~Batch() {
     for (void* p : allocations_) dev_.free(p);
   }
@@ -313,6 +333,7 @@ class Batch {
   int threads_;
   std::uint64_t cpu_block_;
   DeviceScanStats& stats_;
+  PhaseClock& clock_;
   std::vector<ArchiveState> archives_;
   std::deque<std::vector<std::uint8_t>> kept_;
   std::vector<std::unique_ptr<std::uint8_t[]>> raw_;
@@ -521,7 +542,6 @@ Status Batch::dispatch() {
     a.pending.clear();
   }
   ++stats_.layers;
-  auto t = std::chrono::steady_clock::now();
   // Bound the work an archive's ops may do to its output limit: past it the
   // final walk decides on the CPU.
   for (Op* op : ops) {
@@ -530,8 +550,7 @@ Status Batch::dispatch() {
     op->cap = std::min(op->cap, room);
   }
   detail::parallel_for(ops.size(), threads_, [&](std::size_t i) { prepare(*ops[i]); });
-  stats_.prepare_seconds += seconds_since(t);
-  t = std::chrono::steady_clock::now();
+  clock_.lap(&DeviceScanStats::prepare_seconds);
 
   // The ops the CPU decodes whole (the split's, and those the device cannot
   // take) start now on the pool, from another thread, while this one drives
@@ -654,22 +673,18 @@ Status Batch::dispatch() {
       rejected.push_back(&op);
     }
   }
-  stats_.device_seconds += seconds_since(t);
+  clock_.lap(&DeviceScanStats::device_seconds);
 
   // What the device rejected, the CPU decodes too; then the pool's ops are
   // waited for.
-  t = std::chrono::steady_clock::now();
   detail::parallel_for(rejected.size(), threads_, [&](std::size_t i) { decode_on_cpu(*rejected[i]); });
   if (pool.valid()) pool.get();
-  stats_.cpu_seconds += seconds_since(t);
+  clock_.lap(&DeviceScanStats::cpu_seconds);
   stats_.cpu_pool_seconds += pool_seconds;
 
-  t = std::chrono::steady_clock::now();
   std::vector<Op*> cpu = pool_ops;
   cpu.insert(cpu.end(), rejected.begin(), rejected.end());
-  const Status up = upload_cpu_outputs(cpu);
-  stats_.device_seconds += seconds_since(t);
-  if (!up) return up;
+  if (Status s = upload_cpu_outputs(cpu); !s) return s;
   for (const Op* op : cpu) {
     if (op->by_policy) ++stats_.policy_blocks;
     if (op->state != OpState::ok) continue;
@@ -686,6 +701,7 @@ Status Batch::dispatch() {
     decoded_[op->archive] += op->out.size;
     deeper_ = deeper_ || layer_of(op->out.head, static_cast<std::size_t>(op->out.size)) != Layer::file;
   }
+  clock_.lap(&DeviceScanStats::device_seconds);
   return {};
 }
 
@@ -1080,20 +1096,21 @@ struct Root {
   std::string name;
 };
 
+// The scan of `roots`, its phases timed on `clock` up to the gather (the
+// caller times what its return frees).
 Status scan_roots(std::vector<Root>& roots, const ScanLimits& limits, gpu::ScanDevice& dev,
-                  const DeviceScanOptions& options, DeviceScanResult* result) {
+                  const DeviceScanOptions& options, DeviceScanResult* result, PhaseClock& clock) {
   DeviceScanStats& stats = result->stats;
-  Batch batch(dev, limits, options, roots.size(), &stats);
+  Batch batch(dev, limits, options, roots.size(), &stats, clock);
   // Discovery passes, a layer of nesting deeper each, until nothing is new
   // (or the last dispatch decoded only files, below which nothing can be).
   // An archive's walks touch only its own state: the archives walk at once.
   for (std::int64_t pass = 0; pass == 0 || batch.went_deeper(); ++pass) {
-    const auto t = std::chrono::steady_clock::now();
     detail::parallel_for(roots.size(), batch.threads(), [&](std::size_t a) {
       Walker w(batch, limits, a, false);
       (void)w.walk(roots[a].region, roots[a].name, "", 0, 0);
     });
-    stats.walk_seconds += seconds_since(t);
+    clock.lap(&DeviceScanStats::walk_seconds);
     if (!batch.has_pending()) break;
     if (Status s = batch.dispatch(); !s) return s;
     if (pass > static_cast<std::int64_t>(limits.max_depth) + 2) break;  // cannot happen: each pass goes a layer deeper
@@ -1103,13 +1120,13 @@ Status scan_roots(std::vector<Root>& roots, const ScanLimits& limits, gpu::ScanD
   std::vector<gpu::ScanCopyJob> gather;
   std::vector<std::pair<std::uint64_t, Region>> uploads;  // (offset in the result, host bytes)
   std::uint64_t total = 0;
-  auto t = std::chrono::steady_clock::now();
   std::vector<std::optional<Walker>> walkers(roots.size());
   std::vector<Status> walked(roots.size());
   detail::parallel_for(roots.size(), batch.threads(), [&](std::size_t a) {
     Walker& w = walkers[a].emplace(batch, limits, a, true);
     walked[a] = w.walk(roots[a].region, roots[a].name, "", 0, 0);
   });
+  clock.lap(&DeviceScanStats::final_walk_seconds);
   std::size_t listed = 0;
   for (const std::optional<Walker>& w : walkers) listed += w->entries.size();
   result->entries.reserve(listed);
@@ -1136,13 +1153,13 @@ Status scan_roots(std::vector<Root>& roots, const ScanLimits& limits, gpu::ScanD
     }
     total += w.bytes;
   }
-  stats.final_walk_seconds += seconds_since(t);
-  t = std::chrono::steady_clock::now();
+  clock.lap(&DeviceScanStats::entry_table_seconds);
   void* out = nullptr;
   if (total) {
     if (Status s = dev.alloc_result(static_cast<std::size_t>(total), &out); !s) return s;
     result->adopt(out, total, !dev.emulated());
   }
+  clock.lap(&DeviceScanStats::result_alloc_seconds);
   std::uint8_t* const base = static_cast<std::uint8_t*>(out);
   if (!uploads.empty()) {
     // Host bytes go up in one transfer, then join the gather.
@@ -1180,7 +1197,7 @@ Status scan_roots(std::vector<Root>& roots, const ScanLimits& limits, gpu::ScanD
       if (j.status != gpu::ScanCopyStatus::ok) return {StatusCode::device_error, "the gather of entries failed"};
     }
   }
-  stats.gather_seconds += seconds_since(t);
+  clock.lap(&DeviceScanStats::gather_seconds);
   return call;
 }
 
@@ -1202,7 +1219,7 @@ Status scan_to_device(std::span<const ScanInput> archives, const ScanLimits& lim
   for (const ScanInput& a : archives) {
     if (!a.archive.data && a.archive.size) return {StatusCode::invalid_argument, "null buffer"};
   }
-  const auto start = std::chrono::steady_clock::now();
+  PhaseClock clock(&result->stats);
   std::unique_ptr<gpu::ScanDevice> dev = pick_device(options);
   result->stats.emulated = dev->emulated();
   std::vector<Root> roots(archives.size());
@@ -1212,9 +1229,10 @@ Status scan_to_device(std::span<const ScanInput> archives, const ScanLimits& lim
   if (!dev->emulated() && total) {
     if (Status s = dev->alloc(static_cast<std::size_t>(total), &up); !s) return s;
   }
-  const std::unique_ptr<void, std::function<void(void*)>> up_owner(up, [&](void* p) {
+  std::unique_ptr<void, std::function<void(void*)>> up_owner(up, [&](void* p) {
     if (p) dev->free(p);
   });
+  clock.lap(&DeviceScanStats::setup_seconds);
   std::uint64_t at = 0;
   std::vector<gpu::ScanUpload> uploads;  // one wait for all
   for (std::size_t i = 0; i < archives.size(); ++i) {
@@ -1230,9 +1248,12 @@ Status scan_to_device(std::span<const ScanInput> archives, const ScanLimits& lim
     roots[i] = {{h, h, d, n}, archives[i].name};
   }
   if (Status s = dev->upload_many(uploads); !s) return s;
-  result->stats.upload_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  const Status s = scan_roots(roots, limits, *dev, options, result);
-  result->stats.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  clock.lap(&DeviceScanStats::upload_seconds);
+  const Status s = scan_roots(roots, limits, *dev, options, result, clock);
+  up_owner.reset();
+  dev.reset();
+  clock.lap(&DeviceScanStats::release_seconds);
+  clock.finish();
   return s;
 }
 
@@ -1241,17 +1262,21 @@ Status scan_device_archive(const void* d_archive, std::uint64_t size, std::strin
   if (!result || (!d_archive && size)) return {StatusCode::invalid_argument, "null buffer"};
   result->reset();
   result->stats = {};
-  const auto start = std::chrono::steady_clock::now();
+  PhaseClock clock(&result->stats);
   std::unique_ptr<gpu::ScanDevice> dev = pick_device(options);
   result->stats.emulated = dev->emulated();
   std::vector<std::uint8_t> host(static_cast<std::size_t>(size));
+  clock.lap(&DeviceScanStats::setup_seconds);
   if (Status s = dev->download(host.data(), d_archive, host.size()); !s) return s;
   result->stats.device_to_host_bytes += size;
-  result->stats.upload_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  clock.lap(&DeviceScanStats::upload_seconds);
   std::vector<Root> roots(1);
   roots[0] = {{host.data(), host.data(), static_cast<const std::uint8_t*>(d_archive), size}, std::string(name)};
-  const Status s = scan_roots(roots, limits, *dev, options, result);
-  result->stats.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const Status s = scan_roots(roots, limits, *dev, options, result, clock);
+  std::vector<std::uint8_t>().swap(host);
+  dev.reset();
+  clock.lap(&DeviceScanStats::release_seconds);
+  clock.finish();
   return s;
 }
 

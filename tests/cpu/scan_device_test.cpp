@@ -144,6 +144,7 @@ TEST(ScanDevice, ArchiveAlreadyInDeviceMemory) {
     (void)scan({c.bytes.data(), c.bytes.size()}, c.name, {}, &want);
     DeviceScanResult got;
     (void)scan_device_archive(c.bytes.data(), c.bytes.size(), c.name, {}, emulated(), &got);
+    scan_cases::expect_phases_add_up(got.stats);
     ASSERT_EQ(got.entries.size(), want.entries.size()) << c.name;
     Bytes bytes;
     ASSERT_TRUE(got.copy_to_host(&bytes).ok());

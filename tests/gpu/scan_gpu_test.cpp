@@ -5,7 +5,8 @@
 // decode with no block left to the CPU when the split gives it none, and the
 // split between the device and the CPU pool (cpu_block_bytes) at 0, small
 // and default gives scan()'s result with the same blocks as the emulation;
-// an archive already in device memory; the caller's stream.
+// an archive already in device memory; the caller's stream; transfers
+// larger than the pinned staging, and archives in registered host memory.
 //
 // Skips without a CUDA device, and compiles to a skip in a build without CUDA.
 #include <algorithm>
@@ -118,6 +119,7 @@ TEST(ScanGpu, ArchiveAlreadyInDeviceMemory) {
     DeviceScanResult got;
     (void)scan_device_archive(d.get(), c.bytes.size(), c.name, {}, {}, &got);
     EXPECT_FALSE(got.stats.emulated);
+    scan_cases::expect_phases_add_up(got.stats);
     ASSERT_EQ(got.entries.size(), want.entries.size()) << c.name;
     for (std::size_t i = 0; i < want.entries.size(); ++i) {
       EXPECT_EQ(got.entries[i].path, want.entries[i].path);
@@ -126,6 +128,27 @@ TEST(ScanGpu, ArchiveAlreadyInDeviceMemory) {
     Bytes bytes;
     ASSERT_TRUE(got.copy_to_host(&bytes).ok());
     EXPECT_EQ(bytes, want.bytes) << c.name;
+  }
+}
+
+// Transfers larger than the two halves of the pinned staging (the archives'
+// upload, the CPU's outputs going up, the result coming back), and the same
+// archives in registered host memory, which go up without staging.
+TEST(ScanGpu, LargeAndPinnedInputsEqualScan) {
+  SKIP_WITHOUT_GPU();
+  std::vector<Case> cases = all_cases();
+  cases.push_back({"large.gz", scan_cases::gzip(test::text_like_bytes(12u << 20, 5), 1)});
+  cases.push_back({"large.tar", scan_cases::tar_of({{"a.bin", test::random_bytes(5u << 20, 6)},
+                                                    {"b.txt", test::text_like_bytes(7u << 20, 7)}})});
+  ScanLimits l;
+  l.max_ratio = 1u << 20;
+  expect_same_as_scan(cases, l, {});
+  for (Case& c : cases) {
+    if (!c.bytes.empty()) CUDA_CHECK(cudaHostRegister(c.bytes.data(), c.bytes.size(), cudaHostRegisterDefault));
+  }
+  expect_same_as_scan(cases, l, {});
+  for (Case& c : cases) {
+    if (!c.bytes.empty()) CUDA_CHECK(cudaHostUnregister(c.bytes.data()));
   }
 }
 

@@ -280,6 +280,23 @@ inline std::vector<ScanLimits> all_limits() {
   return l;
 }
 
+// The call's phases cover it whole: they add up to its `seconds`, and the
+// time inside the device's calls is part of the device's phase.
+inline void expect_phases_add_up(const DeviceScanStats& s) {
+  const double phases[] = {s.setup_seconds,       s.upload_seconds,      s.walk_seconds,
+                           s.prepare_seconds,     s.device_seconds,      s.cpu_seconds,
+                           s.final_walk_seconds,  s.entry_table_seconds, s.result_alloc_seconds,
+                           s.gather_seconds,      s.release_seconds};
+  double sum = 0;
+  for (const double p : phases) {
+    EXPECT_GE(p, 0.0);
+    sum += p;
+  }
+  EXPECT_GT(s.seconds, 0.0);
+  EXPECT_NEAR(sum, s.seconds, 1e-9);
+  EXPECT_LE(s.device_call_seconds, s.device_seconds + 1e-9);
+}
+
 // scan_to_device over `cases` in one batch equals scan() on each.
 inline void expect_same_as_scan(const std::vector<Case>& cases, const ScanLimits& limits,
                                 const DeviceScanOptions& options, DeviceScanResult* out = nullptr) {
@@ -294,6 +311,7 @@ inline void expect_same_as_scan(const std::vector<Case>& cases, const ScanLimits
   }
   const Status got_call = scan_to_device(in, limits, options, &r);
   EXPECT_EQ(got_call.code, want_call.code) << got_call.to_string();
+  expect_phases_add_up(r.stats);
   Bytes bytes;
   ASSERT_TRUE(r.copy_to_host(&bytes).ok());
   ASSERT_EQ(bytes.size(), r.size());
