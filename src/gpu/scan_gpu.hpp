@@ -80,6 +80,8 @@ class ScanDevice {
   // Every transfer, then one wait.
   virtual Status download_many(std::span<const ScanTransfer> transfers) = 0;
   // Every copy, then one wait: the sources may be reused once it returns.
+  // The destinations lie in one allocation (copies whose device bytes meet,
+  // or meet but for padding, may go in one DMA).
   virtual Status upload_many(std::span<const ScanUpload> uploads) = 0;
   virtual Status inflate(std::span<ScanDecodeJob> jobs) = 0;
   virtual Status lz4(std::span<ScanDecodeJob> jobs) = 0;
