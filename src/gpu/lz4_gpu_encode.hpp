@@ -463,40 +463,23 @@ TANDEM_HD void find_segment_with(const Warp& w, const std::uint8_t* in, std::uin
     w.sync();
     std::uint32_t cur = seg_start;  // positions before this one are inside the last match
     std::uint32_t tile = seg_start;
-    // A step's own bytes, loaded (read_tile) as soon as the step before has
-    // parsed and joined into words only when this step starts: the loads are
-    // in flight while that step writes its records.
-    // Each lane reads in[q - 4, q + 12) around its position q where it can
-    // (wide), the 4 bytes at q (narrow) otherwise.
-    struct Tile {
-      Lanes<bool> valid, wide;
-      Lanes<simt::RawWindow> raw;
-      Lanes<std::uint32_t> narrow;
-    };
-    const auto read_tile = [&](std::uint32_t at, Tile& t) {
-      t.valid = w.map([&](int l) { return at + static_cast<std::uint32_t>(l) <= last_start; });
-      t.wide = w.map([&](int l) {
-        const std::uint32_t q = at + static_cast<std::uint32_t>(l);
-        return t.valid[l] && q >= 8 && q + 16 <= n;
-      });
-      t.raw = w.map([&](int l) {
-        return t.wide[l] ? simt::load_raw_window(in, at + static_cast<std::uint32_t>(l)) : simt::RawWindow{};
-      });
-      t.narrow = w.map([&](int l) -> std::uint32_t {
-        return t.valid[l] && !t.wide[l] ? simt::load_u32(in, n, at + static_cast<std::uint32_t>(l)) : 0u;
-      });
-    };
-    Tile now, next;
-    read_tile(tile, now);
     while (tile <= last_start) {
-      const Lanes<bool>& valid = now.valid;
-      const Lanes<bool>& wide = now.wide;
+      const Lanes<bool> valid = w.map([&](int l) { return tile + static_cast<std::uint32_t>(l) <= last_start; });
+      // Each lane reads in[q - 4, q + 12) around its position q as words where
+      // it can (wide), the 4 bytes at q otherwise.
+      const Lanes<bool> wide = w.map([&](int l) {
+        const std::uint32_t q = tile + static_cast<std::uint32_t>(l);
+        return valid[l] && q >= 8 && q + 16 <= n;
+      });
       const Lanes<Window> mine = w.map([&](int l) {
         Window x{};
-        if (wide[l]) simt::window_words(now.raw[l], x.w);
+        if (wide[l]) simt::load_window(in, tile + static_cast<std::uint32_t>(l), x.w);
         return x;
       });
-      const Lanes<std::uint32_t> seq = w.map([&](int l) { return wide[l] ? mine[l].w[1] : now.narrow[l]; });
+      const Lanes<std::uint32_t> seq = w.map([&](int l) -> std::uint32_t {
+        if (wide[l]) return mine[l].w[1];
+        return valid[l] ? simt::load_u32(in, n, tile + static_cast<std::uint32_t>(l)) : 0u;
+      });
       // (Lanes past the end neither read nor write the table. A valid lane's
       // position is at most n - kMfLimit, so its fifth byte is in the block.)
       const Lanes<std::uint32_t> key = w.map([&](int l) -> std::uint32_t {
@@ -512,20 +495,6 @@ TANDEM_HD void find_segment_with(const Warp& w, const std::uint8_t* in, std::uin
       // before this step's positions go in.
       const Lanes<std::uint32_t> cand = w.map([&](int l) -> std::uint32_t {
         return valid[l] ? base + table[key[l]] : base;
-      });
-      // Whether a lane's candidate is worth verifying, and its bytes: read
-      // here, so that they are on their way while the table is written.
-      const Lanes<bool> open = w.map([&](int l) {
-        const std::uint32_t q = tile + static_cast<std::uint32_t>(l);
-        const std::uint32_t c = cand[l];
-        return valid[l] && q >= cur && c < q && q - c <= kMaxOffset;
-      });
-      const Lanes<bool> cand_wide = w.map([&](int l) { return open[l] && wide[l] && cand[l] >= 8; });
-      const Lanes<simt::RawWindow> their_raw = w.map([&](int l) {
-        return cand_wide[l] ? simt::load_raw_window(in, cand[l]) : simt::RawWindow{};
-      });
-      const Lanes<std::uint32_t> their_narrow = w.map([&](int l) -> std::uint32_t {
-        return open[l] && !cand_wide[l] ? simt::load_u32(in, n, cand[l]) : 0u;
       });
       // The first position of each hash in this step goes into the table:
       // every lane writes its own, and those that find a later one there (a
@@ -564,10 +533,11 @@ TANDEM_HD void find_segment_with(const Warp& w, const std::uint8_t* in, std::uin
       // the parse below extends most matches without reading memory.
       const Lanes<std::uint32_t> look = w.map([&](int l) -> std::uint32_t {
         const std::uint32_t q = tile + static_cast<std::uint32_t>(l);
-        if (!open[l]) return 0u;
-        if (!cand_wide[l]) return their_narrow[l] == seq[l] ? kLookHit : 0u;
+        const std::uint32_t c = cand[l];
+        if (!valid[l] || q < cur || c >= q || q - c > kMaxOffset) return 0u;
+        if (!wide[l] || c < 8) return simt::load_u32(in, n, c) == seq[l] ? kLookHit : 0u;
         std::uint32_t theirs[4];
-        simt::window_words(their_raw[l], theirs);
+        simt::load_window(in, c, theirs);
         if (theirs[1] != seq[l]) return 0u;
         std::uint32_t look_bits = kLookHit;
         if (q + 12 <= match_limit) {
@@ -619,8 +589,6 @@ TANDEM_HD void find_segment_with(const Warp& w, const std::uint8_t* in, std::uin
         cur = e;
         starts = cur - tile >= 32 ? 0u : starts & ~((1u << (cur - tile)) - 1u);
       }
-      const std::uint32_t next_tile = cur > tile + 32 ? cur : tile + 32;
-      if (next_tile <= last_start) read_tile(next_tile, next);
       if (chosen) {
         // Each chosen lane: its literals start where the match before it
         // ends, and it extends backwards no further than that.
@@ -664,8 +632,7 @@ TANDEM_HD void find_segment_with(const Warp& w, const std::uint8_t* in, std::uin
         anchor = cur;
       }
       w.sync();  // table writes land before the next step reads
-      tile = next_tile;
-      now = next;
+      tile = cur > tile + 32 ? cur : tile + 32;
     }
   }
   const std::uint32_t total = w.sum(bytes);
