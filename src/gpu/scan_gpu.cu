@@ -38,13 +38,15 @@ __global__ void scan_copy_kernel(const ScanCopyItem* items, std::size_t n, ScanC
   }
 }
 
+// A warp a piece (scan_crc32_warp), grid-stride.
 __global__ void scan_crc_kernel(ScanCrcPiece* pieces, std::size_t n) {
   __shared__ std::uint32_t table[256];
   for (unsigned i = threadIdx.x; i < 256; i += blockDim.x) table[i] = scan_crc32_table_entry(i);
   __syncthreads();
-  for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < n;
-       i += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
-    pieces[i].crc = scan_crc32(table, pieces[i].data, pieces[i].size);
+  const std::size_t warps = static_cast<std::size_t>(gridDim.x) * (blockDim.x / 32);
+  for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x / 32) + threadIdx.x / 32; i < n; i += warps) {
+    const std::uint32_t crc = scan_crc32_warp(simt::Warp{}, table, pieces[i].data, pieces[i].size);
+    if ((threadIdx.x & 31) == 0) pieces[i].crc = crc;
   }
 }
 
@@ -424,7 +426,7 @@ class CudaScanDevice final : public ScanDevice {
     const std::size_t a = st.put(pieces.data(), n);
     std::uint8_t* d = nullptr;
     if (Status s = stage(st, &d); !s) return s;
-    const unsigned grid = static_cast<unsigned>(std::min<std::size_t>((n + 127) / 128, 1u << 16));
+    const unsigned grid = static_cast<unsigned>(std::min<std::size_t>((n + 3) / 4, 1u << 16));
     scan_crc_kernel<<<grid, 128, 0, stream_>>>(reinterpret_cast<ScanCrcPiece*>(d + a), n);
     if (Status s = launch_status(); !s) return s;
     if (Status s = fetch(st, d, a); !s) return s;

@@ -58,7 +58,7 @@ class EmulatedScanDevice final : public ScanDevice {
       return t;
     }();
     detail::parallel_for(pieces.size(), threads_, [&](std::size_t i) {
-      pieces[i].crc = scan_crc32(table.data(), pieces[i].data, pieces[i].size);
+      pieces[i].crc = scan_crc32_warp(simt::Warp{}, table.data(), pieces[i].data, pieces[i].size);
     });
     return {};
   }
