@@ -43,7 +43,10 @@
 // allocation is plain cudaMalloc memory. Transfers of pageable host memory
 // go through pinned host memory (8 MiB and room for descriptors for each
 // call under way) that the scanner keeps for later calls until the process
-// exits.
+// exits. A call's host memory (its parses, the CPU's outputs, host copies of
+// device outputs) is freed after the call returns, by a thread the scanner
+// keeps for that (while four calls' worth waits there, a call frees its own
+// before it returns).
 #pragma once
 
 #include <cstdint>
@@ -118,7 +121,8 @@ struct DeviceScanStats {
                                        //   gather's list of where each entry's bytes are
   double result_alloc_seconds = 0;     //   the result's allocation
   double gather_seconds = 0;           //   the upload of entries' bytes held on the host, the final gather
-  double release_seconds = 0;          //   freeing the call's temporary device memory and host state
+  double release_seconds = 0;          //   freeing the call's temporary device memory (its host state is
+                                       //   freed after the call returns, on a thread of the scanner's)
   double cpu_pool_seconds = 0;         // not a phase of its own: the CPU pool's time on the inputs it took
                                        // at the start of each layer (the split's, and those the device cannot
                                        // take), while the device part ran
