@@ -29,6 +29,7 @@
 #include <xxhash.h>
 #include <zlib.h>
 
+#include <algorithm>
 #include <chrono>
 #include <condition_variable>
 #include <cstdlib>
@@ -278,7 +279,7 @@ class Batch {
       : dev_(dev), limits_(limits),
         threads_(detail::effective_threads(static_cast<int>(std::min(options.threads, 1u << 16)))),
         cpu_block_(options.cpu_block_bytes), stats_(*stats), clock_(clock),
-        host_(std::make_unique<HostState>(archives)) {}
+        host_(std::make_unique<HostState>(archives)), decoded_(archives, 0) {}
   // The device memory goes now, in order on the device's stream; the host
   // state later (Disposal).
   ~Batch() {
@@ -378,11 +379,19 @@ class Batch {
   void prepare_zstd(Op& op);
   bool verify_blocks(Op& op, const std::vector<gpu::ScanDecodeJob>& inflates,
                      const std::vector<gpu::ScanDecodeJob>& lz4s, const std::vector<gpu::ScanCopyJob>& copies);
-  bool verify_checks(const Op& op, const std::uint32_t* device_crc);
+  bool verify_checks(const Op& op, std::uint32_t device_crc);
   Status fetch_heads(const std::vector<Op*>& ops, const std::vector<char>& good);
   Status fetch_whole(const std::vector<Op*>& ops, const std::vector<char>& whole);
-  Status device_crcs(const std::vector<Op*>& ops, const std::vector<char>& good, const std::vector<char>& whole,
-                     std::vector<std::uint32_t>* crcs);
+  Status device_crcs(const std::vector<Op*>& ops, const std::vector<char>& good, std::vector<std::uint32_t>* crcs);
+  // fn(run, begin, end) over [0, n) in runs of kRun indices, the runs on
+  // the pool: a pool task costs more than checking one op (a dispatch has
+  // tens of thousands), so each takes a run.
+  static constexpr std::size_t kRun = 64;
+  static std::size_t runs(std::size_t n) { return (n + kRun - 1) / kRun; }
+  template <class F>
+  void for_runs(std::size_t n, F&& fn) {
+    detail::parallel_for(runs(n), threads_, [&](std::size_t r) { fn(r, r * kRun, std::min(n, (r + 1) * kRun)); });
+  }
   // Whether the split gives a decode unit of `out` expected and `in`
   // compressed bytes to the CPU.
   bool to_cpu(std::uint64_t out, std::uint64_t in) const { return std::max(out, in) >= cpu_block_; }
@@ -415,7 +424,7 @@ class Batch {
   };
   std::unique_ptr<HostState> host_;
   std::vector<void*> allocations_;
-  std::map<std::size_t, std::uint64_t> decoded_;  // per archive: bytes all its ops produced (bounds the work)
+  std::vector<std::uint64_t> decoded_;  // per archive: bytes all its ops produced (bounds the work)
   bool deeper_ = true;
 };
 
@@ -622,11 +631,13 @@ Status Batch::dispatch() {
   // Bound the work an archive's ops may do to its output limit: past it the
   // final walk decides on the CPU.
   for (Op* op : ops) {
-    std::uint64_t& used = decoded_[op->archive];
+    const std::uint64_t used = decoded_[op->archive];
     const std::uint64_t room = limits_.max_output - std::min(limits_.max_output, used);
     op->cap = std::min(op->cap, room);
   }
-  detail::parallel_for(ops.size(), threads_, [&](std::size_t i) { prepare(*ops[i]); });
+  for_runs(ops.size(), [&](std::size_t, std::size_t begin, std::size_t end) {
+    for (std::size_t i = begin; i < end; ++i) prepare(*ops[i]);
+  });
   clock_.lap(&DeviceScanStats::prepare_seconds);
 
   // The ops the CPU decodes whole (the split's, and those the device cannot
@@ -706,49 +717,76 @@ Status Batch::dispatch() {
   if (Status s = waited([&] { return dev_.lz4(lz4s); }); !s) return s;
   if (Status s = waited([&] { return dev_.copy(copies); }); !s) return s;
 
-  // Each output's blocks, then its first bytes, which say whether it is a
-  // file or a layer to parse (those come back whole, as do outputs with an
-  // xxHash to check); the CRC-32s of files are taken on the device.
+  // Each output's blocks (and the tally of the pieces, for the stats), then
+  // its first bytes, which say whether it is a file or a layer to parse
+  // (those come back whole, as do outputs with an xxHash to check); the
+  // CRC-32s are taken on the device.
+  struct Tally {
+    std::uint64_t gpu_blocks = 0, gpu_bytes = 0, cpu_blocks = 0, cpu_bytes = 0, unsupported = 0, rejected = 0;
+  };
+  std::vector<Tally> tallies(runs(ops.size()));
   std::vector<char> good(ops.size(), 0);
-  detail::parallel_for(ops.size(), threads_, [&](std::size_t i) {
-    if (!ops[i]->on_cpu) good[i] = verify_blocks(*ops[i], inflates, lz4s, copies);
+  for_runs(ops.size(), [&](std::size_t r, std::size_t begin, std::size_t end) {
+    Tally& t = tallies[r];
+    for (std::size_t i = begin; i < end; ++i) {
+      Op& op = *ops[i];
+      if (op.on_cpu) continue;
+      good[i] = verify_blocks(op, inflates, lz4s, copies);
+      for (const Piece& p : op.pieces) {
+        if (p.kind == Piece::cpu) {
+          ++t.cpu_blocks;
+          t.cpu_bytes += p.size;
+        } else if (p.kind == Piece::copy && p.mode == gpu::ScanCopyMode::unsupported) {
+          ++t.unsupported;
+        } else {
+          ++t.gpu_blocks;
+        }
+      }
+    }
   });
   if (Status s = fetch_heads(ops, good); !s) return s;
-  std::vector<char> whole(ops.size(), 0);
-  for (std::size_t i = 0; i < ops.size(); ++i) {
-    const Op& op = *ops[i];
-    if (!good[i]) continue;
-    whole[i] = layer_of(op.out.head, static_cast<std::size_t>(op.out.size)) != Layer::file;
-    for (const Check& c : op.checks) whole[i] |= c.kind != Check::crc32;
-  }
+  // file: a good output that is no layer to parse (the rest of the walk
+  // goes no deeper for it).
+  std::vector<char> whole(ops.size(), 0), file(ops.size(), 0);
+  for_runs(ops.size(), [&](std::size_t, std::size_t begin, std::size_t end) {
+    for (std::size_t i = begin; i < end; ++i) {
+      if (!good[i]) continue;
+      const Op& op = *ops[i];
+      file[i] = layer_of(op.out.head, static_cast<std::size_t>(op.out.size)) == Layer::file;
+      whole[i] = !file[i];
+      for (const Check& c : op.checks) whole[i] |= c.kind != Check::crc32;
+    }
+  });
   if (Status s = fetch_whole(ops, whole); !s) return s;
   std::vector<std::uint32_t> device_crc(ops.size(), 0);
-  if (Status s = device_crcs(ops, good, whole, &device_crc); !s) return s;
-  detail::parallel_for(ops.size(), threads_, [&](std::size_t i) {
-    if (good[i]) good[i] = verify_checks(*ops[i], whole[i] ? nullptr : &device_crc[i]);
+  if (Status s = device_crcs(ops, good, &device_crc); !s) return s;
+  std::vector<char> reject(ops.size(), 0);
+  for_runs(ops.size(), [&](std::size_t r, std::size_t begin, std::size_t end) {
+    Tally& t = tallies[r];
+    for (std::size_t i = begin; i < end; ++i) {
+      Op& op = *ops[i];
+      if (op.on_cpu) continue;
+      if (good[i] && verify_checks(op, device_crc[i])) {
+        op.state = OpState::ok;
+        t.gpu_bytes += op.out.size;
+      } else {
+        ++t.rejected;
+        op.on_cpu = true;
+        reject[i] = 1;
+      }
+    }
   });
   std::vector<Op*> rejected;
   for (std::size_t i = 0; i < ops.size(); ++i) {
-    Op& op = *ops[i];
-    if (op.on_cpu) continue;
-    for (const Piece& p : op.pieces) {
-      if (p.kind == Piece::cpu) {
-        ++stats_.cpu_blocks;
-        stats_.cpu_bytes += p.size;
-      } else if (p.kind == Piece::copy && p.mode == gpu::ScanCopyMode::unsupported) {
-        ++stats_.unsupported_blocks;
-      } else {
-        ++stats_.gpu_blocks;
-      }
-    }
-    if (good[i]) {
-      op.state = OpState::ok;
-      stats_.gpu_bytes += op.out.size;
-    } else {
-      ++stats_.rejected_blocks;
-      op.on_cpu = true;
-      rejected.push_back(&op);
-    }
+    if (reject[i]) rejected.push_back(ops[i]);
+  }
+  for (const Tally& t : tallies) {
+    stats_.gpu_blocks += t.gpu_blocks;
+    stats_.gpu_bytes += t.gpu_bytes;
+    stats_.cpu_blocks += t.cpu_blocks;
+    stats_.cpu_bytes += t.cpu_bytes;
+    stats_.unsupported_blocks += t.unsupported;
+    stats_.rejected_blocks += t.rejected;
   }
   clock_.lap(&DeviceScanStats::device_seconds);
 
@@ -773,10 +811,13 @@ Status Batch::dispatch() {
     if (op->state == OpState::ok) stats_.rejected_bytes += op->out.size;
   }
   deeper_ = false;
-  for (Op* op : ops) {
-    if (op->state != OpState::ok) continue;
-    decoded_[op->archive] += op->out.size;
-    deeper_ = deeper_ || layer_of(op->out.head, static_cast<std::size_t>(op->out.size)) != Layer::file;
+  for (std::size_t i = 0; i < ops.size(); ++i) {
+    const Op& op = *ops[i];
+    if (op.state != OpState::ok) continue;
+    decoded_[op.archive] += op.out.size;
+    // The CPU's outputs (the pool's and the rejected ones) were not looked at.
+    deeper_ = deeper_ || (op.on_cpu ? layer_of(op.out.head, static_cast<std::size_t>(op.out.size)) != Layer::file
+                                    : !file[i]);
   }
   clock_.lap(&DeviceScanStats::device_seconds);
   return {};
@@ -816,24 +857,22 @@ bool Batch::verify_blocks(Op& op, const std::vector<gpu::ScanDecodeJob>& inflate
   return true;
 }
 
-// Whether the output holds its checksums: on the host copy, or for a file
-// checked by one CRC-32 (all over it), the device's.
-bool Batch::verify_checks(const Op& op, const std::uint32_t* device_crc) {
+// Whether the output holds its checksums: a CRC-32 (all over the output:
+// gzip's, a ZIP entry's) by the device's, `device_crc`; xxHashes on the
+// host copy.
+bool Batch::verify_checks(const Op& op, std::uint32_t device_crc) {
   const std::uint64_t end = op.out.size;
   for (const Check& c : op.checks) {
     const std::uint64_t size = c.size == UINT64_MAX ? end - std::min(end, c.at) : c.size;
     if (c.at > end || size > end - c.at) return false;
-    if (device_crc) {
-      if (c.kind != Check::crc32 || c.at != 0 || size != end || *device_crc != c.want) return false;
+    if (c.kind == Check::crc32) {
+      if (c.at != 0 || size != end || device_crc != c.want) return false;
       continue;
     }
+    if (!op.out.host) return false;
     const std::span<const std::uint8_t> bytes(op.out.host + c.at, static_cast<std::size_t>(size));
-    bool holds = false;
-    switch (c.kind) {
-      case Check::crc32: holds = zip::crc32(bytes) == c.want; break;
-      case Check::xxh32: holds = XXH32(bytes.data(), bytes.size(), 0) == c.want; break;
-      case Check::xxh64_low32: holds = zstd_frame::content_checksum(bytes) == c.want; break;
-    }
+    const bool holds = c.kind == Check::xxh32 ? XXH32(bytes.data(), bytes.size(), 0) == c.want
+                                              : zstd_frame::content_checksum(bytes) == c.want;
     if (!holds) return false;
   }
   return true;
@@ -918,15 +957,19 @@ Status Batch::fetch_whole(const std::vector<Op*>& ops, const std::vector<char>& 
   return waited([&] { return dev_.download(host, packed, static_cast<std::size_t>(at)); });
 }
 
-// The CRC-32 of every good output that stays on the device and has one to
-// check: the device's pieces, joined here.
-Status Batch::device_crcs(const std::vector<Op*>& ops, const std::vector<char>& good, const std::vector<char>& whole,
+// The CRC-32 of every good output that has one to check, also of those that
+// came back whole (the device reads them faster than one host thread, and
+// in the parallel pieces): the device's pieces, joined here.
+Status Batch::device_crcs(const std::vector<Op*>& ops, const std::vector<char>& good,
                           std::vector<std::uint32_t>* crcs) {
   std::vector<gpu::ScanCrcPiece> pieces;
   std::vector<std::pair<std::size_t, std::size_t>> range(ops.size(), {0, 0});
   for (std::size_t i = 0; i < ops.size(); ++i) {
+    if (!good[i]) continue;
     const Op& op = *ops[i];
-    if (!good[i] || whole[i] || op.checks.empty()) continue;
+    if (std::none_of(op.checks.begin(), op.checks.end(), [](const Check& c) { return c.kind == Check::crc32; })) {
+      continue;
+    }
     range[i].first = pieces.size();
     for (std::uint64_t at = 0; at < op.out.size; at += gpu::kScanCrcPiece) {
       gpu::ScanCrcPiece p;
@@ -943,14 +986,17 @@ Status Batch::device_crcs(const std::vector<Op*>& ops, const std::vector<char>& 
   // The first piece's CRC-32 is the output's so far (joined to the CRC-32 of
   // nothing it would stay the same), so most outputs, one piece long, need
   // no combine at all.
-  detail::parallel_for(ops.size(), threads_, [&](std::size_t i) {
-    if (range[i].first == range[i].second) return;
-    uLong crc = pieces[range[i].first].crc;
-    for (std::size_t k = range[i].first + 1; k < range[i].second; ++k) {
-      crc = pieces[k].size == gpu::kScanCrcPiece ? crc32_combine_op(crc, pieces[k].crc, join_piece)
-                                                 : crc32_combine(crc, pieces[k].crc, static_cast<z_off_t>(pieces[k].size));
+  for_runs(ops.size(), [&](std::size_t, std::size_t begin, std::size_t end) {
+    for (std::size_t i = begin; i < end; ++i) {
+      if (range[i].first == range[i].second) continue;
+      uLong crc = pieces[range[i].first].crc;
+      for (std::size_t k = range[i].first + 1; k < range[i].second; ++k) {
+        crc = pieces[k].size == gpu::kScanCrcPiece
+                  ? crc32_combine_op(crc, pieces[k].crc, join_piece)
+                  : crc32_combine(crc, pieces[k].crc, static_cast<z_off_t>(pieces[k].size));
+      }
+      (*crcs)[i] = static_cast<std::uint32_t>(crc);
     }
-    (*crcs)[i] = static_cast<std::uint32_t>(crc);
   });
   return {};
 }
