@@ -30,6 +30,7 @@
 #include <zlib.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdlib>
@@ -380,9 +381,10 @@ class Batch {
   bool verify_blocks(Op& op, const std::vector<gpu::ScanDecodeJob>& inflates,
                      const std::vector<gpu::ScanDecodeJob>& lz4s, const std::vector<gpu::ScanCopyJob>& copies);
   bool verify_checks(const Op& op, std::uint32_t device_crc);
-  Status fetch_heads(const std::vector<Op*>& ops, const std::vector<char>& good);
+  Status fetch_heads(const std::vector<Op*>& ops, const std::vector<char>& good,
+                     std::vector<const std::uint8_t*>* heads);
   Status fetch_whole(const std::vector<Op*>& ops, const std::vector<char>& whole);
-  Status device_crcs(const std::vector<Op*>& ops, const std::vector<char>& good, std::vector<std::uint32_t>* crcs);
+  Status device_crcs(const std::vector<Region>& outputs, std::vector<std::uint32_t>* crcs);
   // fn(run, begin, end) over [0, n) in runs of kRun indices, the runs on
   // the pool: a pool task costs more than checking one op (a dispatch has
   // tens of thousands), so each takes a run.
@@ -630,13 +632,12 @@ Status Batch::dispatch() {
   ++stats_.layers;
   // Bound the work an archive's ops may do to its output limit: past it the
   // final walk decides on the CPU.
-  for (Op* op : ops) {
-    const std::uint64_t used = decoded_[op->archive];
-    const std::uint64_t room = limits_.max_output - std::min(limits_.max_output, used);
-    op->cap = std::min(op->cap, room);
-  }
   for_runs(ops.size(), [&](std::size_t, std::size_t begin, std::size_t end) {
-    for (std::size_t i = begin; i < end; ++i) prepare(*ops[i]);
+    for (std::size_t i = begin; i < end; ++i) {
+      Op& op = *ops[i];
+      op.cap = std::min(op.cap, limits_.max_output - std::min(limits_.max_output, decoded_[op.archive]));
+      prepare(op);
+    }
   });
   clock_.lap(&DeviceScanStats::prepare_seconds);
 
@@ -644,9 +645,16 @@ Status Batch::dispatch() {
   // take) start now on the pool, from another thread, while this one drives
   // the device. They read their op's input and write only its state and
   // host_out, which nothing below reads before the wait.
+  // The device's ops get their offsets in one output allocation.
   std::vector<Op*> pool_ops;
+  std::uint64_t total = 0;
   for (Op* op : ops) {
-    if (op->on_cpu) pool_ops.push_back(op);
+    if (op->on_cpu) {
+      pool_ops.push_back(op);
+      continue;
+    }
+    op->out.size = total;  // its offset, for now
+    total += (op->out_bytes + 255) / 256 * 256;
   }
   double pool_seconds = 0;
   std::future<void> pool;  // its destructor waits, on every return below
@@ -658,13 +666,6 @@ Status Batch::dispatch() {
     });
   }
 
-  // One output allocation for every op the device decodes.
-  std::uint64_t total = 0;
-  for (Op* op : ops) {
-    if (op->on_cpu) continue;
-    op->out.size = total;  // its offset, for now
-    total += (op->out_bytes + 255) / 256 * 256;
-  }
   std::uint8_t* base = nullptr;
   if (Status s = alloc(static_cast<std::size_t>(total), &base); !s) return s;
   std::vector<gpu::ScanDecodeJob> inflates, lz4s;
@@ -723,6 +724,7 @@ Status Batch::dispatch() {
   // CRC-32s are taken on the device.
   struct Tally {
     std::uint64_t gpu_blocks = 0, gpu_bytes = 0, cpu_blocks = 0, cpu_bytes = 0, unsupported = 0, rejected = 0;
+    bool deeper = false;  // a good output that is a layer to parse
   };
   std::vector<Tally> tallies(runs(ops.size()));
   std::vector<char> good(ops.size(), 0);
@@ -744,43 +746,63 @@ Status Batch::dispatch() {
       }
     }
   });
-  if (Status s = fetch_heads(ops, good); !s) return s;
-  // file: a good output that is no layer to parse (the rest of the walk
-  // goes no deeper for it).
+  std::vector<const std::uint8_t*> heads;
+  if (Status s = fetch_heads(ops, good, &heads); !s) return s;
+  // file: a good output that is no layer to parse (the walk goes no deeper
+  // for it); crc: the device bytes of those with a CRC-32 to check.
   std::vector<char> whole(ops.size(), 0), file(ops.size(), 0);
+  std::vector<Region> crc(ops.size());
   for_runs(ops.size(), [&](std::size_t, std::size_t begin, std::size_t end) {
     for (std::size_t i = begin; i < end; ++i) {
       if (!good[i]) continue;
-      const Op& op = *ops[i];
+      Op& op = *ops[i];
+      op.out.head = dev_.emulated() ? op.out.dev : heads[i];
       file[i] = layer_of(op.out.head, static_cast<std::size_t>(op.out.size)) == Layer::file;
       whole[i] = !file[i];
-      for (const Check& c : op.checks) whole[i] |= c.kind != Check::crc32;
+      for (const Check& c : op.checks) {
+        whole[i] |= c.kind != Check::crc32;
+        if (c.kind == Check::crc32) crc[i] = {nullptr, nullptr, op.out.dev, op.out.size};
+      }
     }
   });
   if (Status s = fetch_whole(ops, whole); !s) return s;
   std::vector<std::uint32_t> device_crc(ops.size(), 0);
-  if (Status s = device_crcs(ops, good, &device_crc); !s) return s;
+  if (Status s = device_crcs(crc, &device_crc); !s) return s;
+  // Each run adds its good ops' outputs to their archive's tally (the ops
+  // come archive after archive, so a run adds to few).
   std::vector<char> reject(ops.size(), 0);
   for_runs(ops.size(), [&](std::size_t r, std::size_t begin, std::size_t end) {
     Tally& t = tallies[r];
+    std::size_t archive = SIZE_MAX;
+    std::uint64_t decoded = 0;
+    const auto add_decoded = [&] {
+      if (decoded) std::atomic_ref<std::uint64_t>(decoded_[archive]).fetch_add(decoded, std::memory_order_relaxed);
+      decoded = 0;
+    };
     for (std::size_t i = begin; i < end; ++i) {
       Op& op = *ops[i];
       if (op.on_cpu) continue;
       if (good[i] && verify_checks(op, device_crc[i])) {
         op.state = OpState::ok;
         t.gpu_bytes += op.out.size;
+        t.deeper = t.deeper || !file[i];
+        if (op.archive != archive) add_decoded(), archive = op.archive;
+        decoded += op.out.size;
       } else {
         ++t.rejected;
         op.on_cpu = true;
         reject[i] = 1;
       }
     }
+    add_decoded();
   });
   std::vector<Op*> rejected;
   for (std::size_t i = 0; i < ops.size(); ++i) {
     if (reject[i]) rejected.push_back(ops[i]);
   }
+  deeper_ = false;
   for (const Tally& t : tallies) {
+    deeper_ = deeper_ || t.deeper;
     stats_.gpu_blocks += t.gpu_blocks;
     stats_.gpu_bytes += t.gpu_bytes;
     stats_.cpu_blocks += t.cpu_blocks;
@@ -810,14 +832,10 @@ Status Batch::dispatch() {
   for (const Op* op : rejected) {
     if (op->state == OpState::ok) stats_.rejected_bytes += op->out.size;
   }
-  deeper_ = false;
-  for (std::size_t i = 0; i < ops.size(); ++i) {
-    const Op& op = *ops[i];
-    if (op.state != OpState::ok) continue;
-    decoded_[op.archive] += op.out.size;
-    // The CPU's outputs (the pool's and the rejected ones) were not looked at.
-    deeper_ = deeper_ || (op.on_cpu ? layer_of(op.out.head, static_cast<std::size_t>(op.out.size)) != Layer::file
-                                    : !file[i]);
+  for (const Op* op : cpu) {
+    if (op->state != OpState::ok) continue;
+    decoded_[op->archive] += op->out.size;
+    deeper_ = deeper_ || layer_of(op->out.head, static_cast<std::size_t>(op->out.size)) != Layer::file;
   }
   clock_.lap(&DeviceScanStats::device_seconds);
   return {};
@@ -878,42 +896,43 @@ bool Batch::verify_checks(const Op& op, std::uint32_t device_crc) {
   return true;
 }
 
-// The first bytes of every good output, on the host.
-Status Batch::fetch_heads(const std::vector<Op*>& ops, const std::vector<char>& good) {
-  if (dev_.emulated()) {
-    for (std::size_t i = 0; i < ops.size(); ++i) {
-      if (good[i]) ops[i]->out.head = ops[i]->out.dev;
-    }
-    return {};
-  }
+// The first bytes of every good output, on the host: (*heads)[i] for
+// ops[i] (nothing when emulated: the device's bytes are the host's).
+Status Batch::fetch_heads(const std::vector<Op*>& ops, const std::vector<char>& good,
+                          std::vector<const std::uint8_t*>* heads) {
+  if (dev_.emulated()) return {};
+  heads->assign(ops.size(), nullptr);
+  const std::size_t n = static_cast<std::size_t>(std::count(good.begin(), good.end(), 1));
+  if (n == 0) return {};
+  std::uint8_t* d = nullptr;
+  if (Status s = alloc(n * kHeadBytes, &d); !s) return s;
   std::vector<gpu::ScanCopyJob> jobs;
   std::vector<std::size_t> which;
+  jobs.reserve(n);
+  which.reserve(n);
   for (std::size_t i = 0; i < ops.size(); ++i) {
-    if (good[i] && ops[i]->out.size) which.push_back(i);
-  }
-  if (which.empty()) return {};
-  std::uint8_t* d = nullptr;
-  if (Status s = alloc(which.size() * kHeadBytes, &d); !s) return s;
-  for (std::size_t k = 0; k < which.size(); ++k) {
+    if (!good[i] || !ops[i]->out.size) continue;
     gpu::ScanCopyJob j;
-    j.item.src = ops[which[k]]->out.dev;
-    j.item.dst = d + k * kHeadBytes;
-    j.item.size = std::min<std::uint64_t>(ops[which[k]]->out.size, kHeadBytes);
+    j.item.src = ops[i]->out.dev;
+    j.item.dst = d + jobs.size() * kHeadBytes;
+    j.item.size = std::min<std::uint64_t>(ops[i]->out.size, kHeadBytes);
     jobs.push_back(j);
+    which.push_back(i);
   }
+  if (jobs.empty()) return {};
   if (Status s = waited([&] { return dev_.copy(jobs); }); !s) return s;
-  const std::size_t bytes = which.size() * kHeadBytes;
-  std::uint8_t* const heads = keep_raw(bytes);
-  if (Status s = waited([&] { return dev_.download(heads, d, bytes); }); !s) return s;
+  const std::size_t bytes = jobs.size() * kHeadBytes;
+  std::uint8_t* const host = keep_raw(bytes);
+  if (Status s = waited([&] { return dev_.download(host, d, bytes); }); !s) return s;
   stats_.device_to_host_bytes += bytes;
-  for (std::size_t k = 0; k < which.size(); ++k) ops[which[k]]->out.head = heads + k * kHeadBytes;
+  for (std::size_t k = 0; k < which.size(); ++k) (*heads)[which[k]] = host + k * kHeadBytes;
   return {};
 }
 
-// Whole copies of the outputs marked, on the host; the others keep none. On
-// a device one copy dispatch packs them back to back and one download brings
-// them all: hundreds of downloads to pageable memory, each waited for, cost
-// more than the extra copy on the device.
+// Whole copies of the outputs marked (good ones), on the host; the others
+// keep none. On a device one copy dispatch packs them back to back and one
+// download brings them all: hundreds of downloads to pageable memory, each
+// waited for, cost more than the extra copy on the device.
 Status Batch::fetch_whole(const std::vector<Op*>& ops, const std::vector<char>& whole) {
   std::uint64_t total = 0;
   for (std::size_t i = 0; i < ops.size(); ++i) {
@@ -928,12 +947,8 @@ Status Batch::fetch_whole(const std::vector<Op*>& ops, const std::vector<char>& 
   std::vector<gpu::ScanCopyJob> jobs;
   std::uint64_t at = 0;
   for (std::size_t i = 0; i < ops.size(); ++i) {
+    if (!whole[i]) continue;  // its host bytes stay null (the dispatch's layout set them so)
     Op& op = *ops[i];
-    if (op.on_cpu) continue;
-    if (!whole[i]) {
-      op.out.host = nullptr;
-      continue;
-    }
     if (dev_.emulated()) {
       op.out.host = op.out.head = op.out.dev;
       continue;
@@ -957,24 +972,21 @@ Status Batch::fetch_whole(const std::vector<Op*>& ops, const std::vector<char>& 
   return waited([&] { return dev_.download(host, packed, static_cast<std::size_t>(at)); });
 }
 
-// The CRC-32 of every good output that has one to check, also of those that
-// came back whole (the device reads them faster than one host thread, and
-// in the parallel pieces): the device's pieces, joined here.
-Status Batch::device_crcs(const std::vector<Op*>& ops, const std::vector<char>& good,
-                          std::vector<std::uint32_t>* crcs) {
+// The CRC-32 of every output given (device bytes; those without are
+// skipped), also of those that came back whole (the device reads them faster
+// than one host thread, and in parallel pieces): the device's pieces, joined
+// here.
+Status Batch::device_crcs(const std::vector<Region>& outputs, std::vector<std::uint32_t>* crcs) {
   std::vector<gpu::ScanCrcPiece> pieces;
-  std::vector<std::pair<std::size_t, std::size_t>> range(ops.size(), {0, 0});
-  for (std::size_t i = 0; i < ops.size(); ++i) {
-    if (!good[i]) continue;
-    const Op& op = *ops[i];
-    if (std::none_of(op.checks.begin(), op.checks.end(), [](const Check& c) { return c.kind == Check::crc32; })) {
-      continue;
-    }
+  std::vector<std::pair<std::size_t, std::size_t>> range(outputs.size(), {0, 0});
+  for (std::size_t i = 0; i < outputs.size(); ++i) {
+    const Region& out = outputs[i];
+    if (!out.dev) continue;
     range[i].first = pieces.size();
-    for (std::uint64_t at = 0; at < op.out.size; at += gpu::kScanCrcPiece) {
+    for (std::uint64_t at = 0; at < out.size; at += gpu::kScanCrcPiece) {
       gpu::ScanCrcPiece p;
-      p.data = op.out.dev + at;
-      p.size = static_cast<std::uint32_t>(std::min<std::uint64_t>(gpu::kScanCrcPiece, op.out.size - at));
+      p.data = out.dev + at;
+      p.size = static_cast<std::uint32_t>(std::min<std::uint64_t>(gpu::kScanCrcPiece, out.size - at));
       pieces.push_back(p);
     }
     range[i].second = pieces.size();
@@ -986,7 +998,7 @@ Status Batch::device_crcs(const std::vector<Op*>& ops, const std::vector<char>& 
   // The first piece's CRC-32 is the output's so far (joined to the CRC-32 of
   // nothing it would stay the same), so most outputs, one piece long, need
   // no combine at all.
-  for_runs(ops.size(), [&](std::size_t, std::size_t begin, std::size_t end) {
+  for_runs(outputs.size(), [&](std::size_t, std::size_t begin, std::size_t end) {
     for (std::size_t i = begin; i < end; ++i) {
       if (range[i].first == range[i].second) continue;
       uLong crc = pieces[range[i].first].crc;
