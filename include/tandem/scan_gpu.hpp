@@ -43,10 +43,11 @@
 // allocation is plain cudaMalloc memory. Transfers of pageable host memory
 // go through pinned host memory (8 MiB and room for descriptors for each
 // call under way) that the scanner keeps for later calls until the process
-// exits. A call's host memory (its parses, the CPU's outputs, host copies of
-// device outputs) is freed after the call returns, by a thread the scanner
-// keeps for that (while four calls' worth waits there, a call frees its own
-// before it returns).
+// exits, as it keeps the host memory that outputs are downloaded into (up to
+// 256 MiB). A call's other host memory (its parses, the CPU's outputs) is
+// freed after the call returns, by a thread the scanner keeps for that
+// (while four calls' worth waits there, a call frees its own before it
+// returns).
 #pragma once
 
 #include <cstdint>

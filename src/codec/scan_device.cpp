@@ -252,6 +252,62 @@ class Disposal {
   std::deque<std::shared_ptr<void>> waiting_;
 };
 
+// Host blocks that downloads land in (Batch::keep_raw), kept across calls:
+// a fresh block's pages are mapped on first touch, on the thread that
+// copies into it (a layer's heads alone are about 9 MiB, 2200 page faults,
+// for 520 package archives). Sizes go up to whole MiB so that calls alike reuse
+// each other's blocks; at most kKeepBytes are kept.
+class SpareBlocks {
+ public:
+  struct Block {
+    std::unique_ptr<std::uint8_t[]> bytes;
+    std::size_t size = 0;
+  };
+
+  // The smallest kept block of at least n bytes, else a new one.
+  static Block take(std::size_t n) {
+    SpareBlocks& s = instance();
+    {
+      const std::lock_guard<std::mutex> lock(s.mutex_);
+      std::size_t best = s.blocks_.size();
+      for (std::size_t i = 0; i < s.blocks_.size(); ++i) {
+        if (s.blocks_[i].size >= n && (best == s.blocks_.size() || s.blocks_[i].size < s.blocks_[best].size)) best = i;
+      }
+      if (best != s.blocks_.size()) {
+        Block b = std::move(s.blocks_[best]);
+        s.blocks_.erase(s.blocks_.begin() + static_cast<std::ptrdiff_t>(best));
+        s.kept_ -= b.size;
+        return b;
+      }
+    }
+    constexpr std::size_t kMiB = std::size_t{1} << 20;
+    const std::size_t size = (std::max<std::size_t>(n, 1) + kMiB - 1) / kMiB * kMiB;
+    return {std::make_unique_for_overwrite<std::uint8_t[]>(size), size};
+  }
+
+  // Keeps what fits under kKeepBytes; the rest is freed here.
+  static void give(std::vector<Block>& blocks) {
+    SpareBlocks& s = instance();
+    const std::lock_guard<std::mutex> lock(s.mutex_);
+    for (Block& b : blocks) {
+      if (s.kept_ + b.size > kKeepBytes) continue;
+      s.kept_ += b.size;
+      s.blocks_.push_back(std::move(b));
+    }
+    blocks.clear();
+  }
+
+ private:
+  static constexpr std::size_t kKeepBytes = std::size_t{256} << 20;
+  static SpareBlocks& instance() {
+    static SpareBlocks* s = new SpareBlocks();  // never destroyed: calls may run at exit
+    return *s;
+  }
+  std::mutex mutex_;
+  std::vector<Block> blocks_;
+  std::size_t kept_ = 0;
+};
+
 // A call's time, phase after phase: lap(phase) adds the time since the last
 // lap (or the start) to that phase, so that the phases cover the call whole
 // and add up to its `seconds`.
@@ -357,10 +413,8 @@ class Batch {
   std::vector<std::uint8_t>& keep() { return host_->kept.emplace_back(); }
   std::vector<std::uint8_t>& keep(std::size_t archive) { return host_->archives[archive].kept.emplace_back(); }
   // `n` bytes left uninitialised, for transfers to fill (a vector's resize
-  // would write them first).
-  std::uint8_t* keep_raw(std::size_t n) {
-    return host_->raw.emplace_back(std::make_unique_for_overwrite<std::uint8_t[]>(n)).get();
-  }
+  // would write them first), in a block kept across calls (SpareBlocks).
+  std::uint8_t* keep_raw(std::size_t n) { return host_->raw.emplace_back(SpareBlocks::take(n)).bytes.get(); }
 
   Status alloc(std::size_t bytes, std::uint8_t** p) {
     void* v = nullptr;
@@ -419,9 +473,12 @@ class Batch {
   // The call's host state, destroyed after the call (Disposal).
   struct HostState {
     explicit HostState(std::size_t archives) : archives(archives) {}
+    HostState(const HostState&) = delete;
+    HostState& operator=(const HostState&) = delete;
+    ~HostState() { SpareBlocks::give(raw); }
     std::vector<ArchiveState> archives;
     std::deque<std::vector<std::uint8_t>> kept;  // the batch's (one thread at a time)
-    std::vector<std::unique_ptr<std::uint8_t[]>> raw;
+    std::vector<SpareBlocks::Block> raw;  // kept for later calls (SpareBlocks)
     std::vector<std::shared_ptr<void>> held;
   };
   std::unique_ptr<HostState> host_;
