@@ -16,6 +16,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <bit>
 #include <cstring>
 #include <mutex>
 #include <vector>
@@ -81,22 +82,38 @@ class Staging {
 // A decoder dispatch's item arrays (inputs, their sizes, outputs, their
 // capacities), staged from its jobs: where each lies, and the largest
 // capacity.
+// A dispatch's decode jobs staged in launch order, the largest inputs first
+// (by the bit length of their compressed size): a warp decodes an item
+// alone, so a batch's longest items started last would leave the device
+// idle around them, and a thread block of items of like sizes is not held
+// by one long item while its other warps wait. order[k]: the job launched
+// as item k.
 struct StagedJobs {
   std::size_t in = 0, sizes = 0, out = 0, caps = 0;
   std::size_t max_cap = 0;
+  std::vector<std::uint32_t> order;
 };
 StagedJobs stage_jobs(Staging& st, std::span<const ScanDecodeJob> jobs) {
   const std::size_t n = jobs.size();
+  StagedJobs s;
+  // A counting sort on the bit length, stable, largest class first.
+  constexpr int kClasses = 65;
+  const auto bit_class = [](std::size_t v) { return kClasses - 1 - static_cast<int>(std::bit_width(v)); };
+  std::size_t start[kClasses + 1] = {};
+  for (const ScanDecodeJob& j : jobs) ++start[bit_class(j.in_size) + 1];
+  for (int c = 0; c < kClasses; ++c) start[c + 1] += start[c];
+  s.order.resize(n);
+  for (std::size_t i = 0; i < n; ++i) s.order[start[bit_class(jobs[i].in_size)]++] = static_cast<std::uint32_t>(i);
   std::vector<const void*> in(n);
   std::vector<std::size_t> in_sizes(n), caps(n);
   std::vector<void*> out(n);
-  StagedJobs s;
-  for (std::size_t i = 0; i < n; ++i) {
-    in[i] = jobs[i].in;
-    in_sizes[i] = jobs[i].in_size;
-    out[i] = jobs[i].out;
-    caps[i] = jobs[i].capacity;
-    s.max_cap = std::max(s.max_cap, caps[i]);
+  for (std::size_t k = 0; k < n; ++k) {
+    const ScanDecodeJob& j = jobs[s.order[k]];
+    in[k] = j.in;
+    in_sizes[k] = j.in_size;
+    out[k] = j.out;
+    caps[k] = j.capacity;
+    s.max_cap = std::max(s.max_cap, caps[k]);
   }
   s.in = st.put(in.data(), n);
   s.sizes = st.put(in_sizes.data(), n);
@@ -454,11 +471,12 @@ class CudaScanDevice final : public ScanDevice {
       return s;
     }
     if (Status s = fetch(st, d, a_got); !s) return s;
-    for (std::size_t i = 0; i < n; ++i) {
-      jobs[i].out_size = st.at<std::size_t>(a_got, i);
-      jobs[i].in_used = st.at<std::size_t>(a_used, i);
-      jobs[i].ok = st.at<InflateStatus>(a_status, i) == InflateStatus::ok &&
-                   st.at<InflateEnd>(a_end, i) == InflateEnd::final_block;
+    for (std::size_t k = 0; k < n; ++k) {
+      ScanDecodeJob& j = jobs[a.order[k]];
+      j.out_size = st.at<std::size_t>(a_got, k);
+      j.in_used = st.at<std::size_t>(a_used, k);
+      j.ok = st.at<InflateStatus>(a_status, k) == InflateStatus::ok &&
+             st.at<InflateEnd>(a_end, k) == InflateEnd::final_block;
     }
     return {};
   }
@@ -485,9 +503,10 @@ class CudaScanDevice final : public ScanDevice {
     }
     if (Status s = fetch(st, d, a_got); !s) return s;
     for (std::size_t i = 0; i < n; ++i) {
-      jobs[i].out_size = st.at<std::size_t>(a_got, i);
-      jobs[i].ok = st.at<ItemStatus>(a_status, i) == ItemStatus::ok;
-      jobs[i].in_used = jobs[i].in_size;
+      ScanDecodeJob& j = jobs[a.order[i]];
+      j.out_size = st.at<std::size_t>(a_got, i);
+      j.ok = st.at<ItemStatus>(a_status, i) == ItemStatus::ok;
+      j.in_used = j.in_size;
     }
     return {};
   }
