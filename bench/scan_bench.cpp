@@ -300,7 +300,7 @@ int run_scan_bench(const BenchConfig& config) {
     // comparison.
     ScanRow gpu_only{"gpu scan_to_device, split off", "host -> device", all, {}, {}};
     // The split at other thresholds (0: every decoder's input on the CPU).
-    const std::uint64_t other_splits[] = {0, 16u << 10, 64u << 10, 1u << 20};
+    const std::uint64_t other_splits[] = {0, 16u << 10, 32u << 10, 64u << 10, 128u << 10, 256u << 10, 1u << 20};
     std::vector<ScanRow> split_rows;
     for (const std::uint64_t at : other_splits) {
       const std::string size = at >= (1u << 20) ? std::to_string(at >> 20) + "M" : std::to_string(at >> 10) + "K";

@@ -715,10 +715,14 @@ Status Batch::dispatch() {
   }
   double pool_seconds = 0;
   std::future<void> pool;  // its destructor waits, on every return below
-  if (!pool_ops.empty()) {
-    pool = std::async(std::launch::async, [this, &pool_ops, &pool_seconds] {
+  // The pool takes its ops largest input first, so that no long one starts
+  // last and holds the wait (they are handed out one at a time).
+  std::vector<Op*> by_size = pool_ops;
+  std::stable_sort(by_size.begin(), by_size.end(), [](const Op* a, const Op* b) { return a->in.size > b->in.size; });
+  if (!by_size.empty()) {
+    pool = std::async(std::launch::async, [this, &by_size, &pool_seconds] {
       const auto t0 = std::chrono::steady_clock::now();
-      detail::parallel_for(pool_ops.size(), threads_, [&](std::size_t i) { decode_on_cpu(*pool_ops[i]); });
+      detail::parallel_for(by_size.size(), threads_, [&](std::size_t i) { decode_on_cpu(*by_size[i]); });
       pool_seconds = seconds_since(t0);
     });
   }
