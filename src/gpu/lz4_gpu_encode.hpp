@@ -562,19 +562,24 @@ TANDEM_HD void find_segment_with(const Warp& w, const std::uint8_t* in, std::uin
       Lanes<std::uint32_t> ends = reach;
       std::uint32_t starts = w.ballot(w.map([&](int l) { return look[l] != 0u; }));
       std::uint32_t chosen = 0;
+      // A lazy parse leaves position f as a literal when the match at f + 1
+      // is longer than f's: f's end is known (under 12 bytes) and f + 1's is
+      // more than one byte past it, or at least 12 bytes long. Lane 31 looks
+      // no further than its step. Every lane works out its own case at once
+      // (defer), so that picking a match takes one shuffle, not three (the
+      // bit of f + 1 in starts is the same then as now: picking clears only
+      // bits below the next pick).
+      std::uint32_t defer = 0;
+      if constexpr (Shape::kLazy) {
+        const Lanes<std::uint32_t> after = w.shfl(reach, w.map([](int l) { return l < 31 ? l + 1 : l; }));
+        defer = w.ballot(w.map([&](int l) {
+          return l < 31 && ((starts >> (l + 1)) & 1u) && !(reach[l] & kReachOpen) &&
+                 ((after[l] & kReachOpen) || after[l] > reach[l] + 1);
+        }));
+      }
       while (starts) {
-        int f = simt::first_set(starts);
-        if constexpr (Shape::kLazy) {
-          // A lazy parse leaves position f as a literal when the match at
-          // f + 1 is longer than f's: f's end is known (under 12 bytes)
-          // and f + 1's is more than one byte past it, or at least 12 bytes
-          // long. Lane 31 looks no further than its step.
-          if (f < 31 && ((starts >> (f + 1)) & 1u)) {
-            const std::uint32_t here = w.shfl(reach, f);
-            const std::uint32_t next = w.shfl(reach, f + 1);
-            if (!(here & kReachOpen) && ((next & kReachOpen) || next > here + 1)) ++f;
-          }
-        }
+        const int first = simt::first_set(starts);
+        const int f = first + static_cast<int>((defer >> first) & 1u);
         std::uint32_t e = w.shfl(reach, f);
         if (e & kReachOpen) {
           const std::uint32_t p = tile + static_cast<std::uint32_t>(f);
