@@ -148,18 +148,8 @@ DeviceCheck check_device(const DeviceScanResult& d, const std::vector<std::uint8
 // seconds" pairs in the order the call runs them; "other" is what no phase
 // covers (the phases cover the call whole, so it is 0 but for rounding).
 std::vector<std::pair<const char*, double>> time_split(const DeviceScanStats& s) {
-  std::vector<std::pair<const char*, double>> v = {
-      {"setup", s.setup_seconds},
-      {"upload", s.upload_seconds},
-      {"walk", s.walk_seconds},
-      {"prepare", s.prepare_seconds},
-      {"device", s.device_seconds},
-      {"cpu", s.cpu_seconds},
-      {"final_walk", s.final_walk_seconds},
-      {"entry_table", s.entry_table_seconds},
-      {"result_alloc", s.result_alloc_seconds},
-      {"gather", s.gather_seconds},
-      {"release", s.release_seconds}};
+  std::vector<std::pair<const char*, double>> v;
+  for (const DeviceScanStats::Phase& p : s.phases()) v.push_back({p.name, p.seconds});
   double covered = 0;
   for (const auto& p : v) covered += p.second;
   v.insert(v.begin(), {"call", s.seconds});

@@ -50,6 +50,7 @@
 // returns).
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <span>
 #include <vector>
@@ -130,6 +131,25 @@ struct DeviceScanStats {
                                        // at the start of each layer (the split's, and those the device cannot
                                        // take), while the device part ran
   bool emulated = false;               // true when no device was used
+
+  // The phases that add up to `seconds`, named, in the order a call runs them.
+  struct Phase {
+    const char* name;
+    double seconds;
+  };
+  std::array<Phase, 11> phases() const {
+    return {{{"setup", setup_seconds},
+             {"upload", upload_seconds},
+             {"walk", walk_seconds},
+             {"prepare", prepare_seconds},
+             {"device", device_seconds},
+             {"cpu", cpu_seconds},
+             {"final_walk", final_walk_seconds},
+             {"entry_table", entry_table_seconds},
+             {"result_alloc", result_alloc_seconds},
+             {"gather", gather_seconds},
+             {"release", release_seconds}}};
+  }
 };
 
 // The result of scan_to_device: one allocation (device memory, or host

@@ -81,13 +81,11 @@ class Staging {
 
 // A decoder dispatch's item arrays (inputs, their sizes, outputs, their
 // capacities), staged from its jobs: where each lies, and the largest
-// capacity.
-// A dispatch's decode jobs staged in launch order, the largest inputs first
-// (by the bit length of their compressed size): a warp decodes an item
-// alone, so a batch's longest items started last would leave the device
-// idle around them, and a thread block of items of like sizes is not held
-// by one long item while its other warps wait. order[k]: the job launched
-// as item k.
+// capacity. The jobs go in launch order, the largest inputs first (by the
+// bit length of their compressed size): a warp decodes an item alone, so a
+// batch's longest items started last would leave the device idle around
+// them, and a thread block of items of like sizes is not held by one long
+// item while its other warps wait. order[k]: the job launched as item k.
 struct StagedJobs {
   std::size_t in = 0, sizes = 0, out = 0, caps = 0;
   std::size_t max_cap = 0;
