@@ -42,8 +42,8 @@
 // calls instead of giving it back at each synchronisation. The result's
 // allocation is plain cudaMalloc memory. Transfers of pageable host memory
 // go through pinned host memory (8 MiB and room for descriptors for each
-// call under way) that the scanner keeps for later calls until the process
-// exits, as it keeps the host memory that outputs are downloaded into (up to
+// call under way, and 8 MiB more for the uploads that run beside its other
+// work) that the scanner keeps for later calls until the process exits, as it keeps the host memory that outputs are downloaded into (up to
 // 256 MiB). A call's other host memory (its parses, the CPU's outputs) is
 // freed after the call returns, by a thread the scanner keeps for that
 // (while four calls' worth waits there, a call frees its own before it
@@ -110,7 +110,10 @@ struct DeviceScanStats {
   std::uint64_t device_to_host_bytes = 0;  // outputs' first bytes, and whole outputs to parse or to xxHash
   double seconds = 0;                  // wall time of the call, the sum of the phases below:
   double setup_seconds = 0;            //   the device's choice and set-up, the archives' device allocation
-  double upload_seconds = 0;           //   the archives' transfer (the copy back for scan_device_archive)
+  double upload_seconds = 0;           //   the archives' transfer: its start, and the time the call waited
+                                       //   for it before the first read of the device copies (it runs on a
+                                       //   thread of its own beside the first discovery walk, so most of it
+                                       //   hides there); the copy back for scan_device_archive
   double walk_seconds = 0;             //   the host's discovery walks and parsing of structure
   double prepare_seconds = 0;          //   block layout (zstd frames with compressed blocks decoded here)
   double device_seconds = 0;           //   dispatches, their allocations, waits and transfers, checks of the

@@ -3,7 +3,9 @@
 // A scan is a walk of each archive in the order scan() walks it (scan.cpp),
 // over regions of bytes that live on the device (and on the host where the
 // host must parse them). Decompressions are "ops" (a gzip member, an LZ4 or
-// zstd input, a deflated ZIP entry), remembered by their input. The walk runs
+// zstd input, a deflated ZIP entry), remembered by their input. The archives
+// go up on a thread of their own (ArchiveUpload) while the first pass walks
+// their host bytes; the first dispatch's kernels wait for them. The walk runs
 // in passes:
 //   - a discovery pass walks every archive of the batch as far as the ops
 //     decoded so far reach, and records each op it meets that is not decoded
@@ -328,12 +330,47 @@ class PhaseClock {
   std::chrono::steady_clock::time_point last_ = start_;
 };
 
+// The archives' upload (scan_to_device), on a thread of its own through the
+// device's uploader while the first discovery walk runs: the walks read only
+// the host bytes, and the first reads of the device copies (a dispatch's
+// kernels, the final gather) come after wait() (Batch::uploaded), which
+// orders them after the uploader's copies.
+class ArchiveUpload {
+ public:
+  ArchiveUpload() = default;
+  ArchiveUpload(const ArchiveUpload&) = delete;
+  ArchiveUpload& operator=(const ArchiveUpload&) = delete;
+  // Joins the thread on every path (before the device memory goes).
+  ~ArchiveUpload() { (void)wait(); }
+
+  // Starts the copies (no thread for none); `uploads` stays until wait().
+  Status start(gpu::ScanDevice& dev, std::vector<gpu::ScanUpload> uploads) {
+    if (uploads.empty()) return {};
+    if (Status s = dev.uploader(&side_); !s) return s;
+    uploads_ = std::move(uploads);
+    thread_ = std::thread([this] { status_ = side_->upload_many(uploads_); });
+    return {};
+  }
+  // Waits for the copies: their status (the same at every later call).
+  Status wait() {
+    if (thread_.joinable()) thread_.join();
+    side_.reset();
+    return status_;
+  }
+
+ private:
+  std::unique_ptr<gpu::ScanDevice> side_;
+  std::vector<gpu::ScanUpload> uploads_;
+  Status status_;
+  std::thread thread_;
+};
+
 // Everything one call shares across its archives and passes.
 class Batch {
  public:
   Batch(gpu::ScanDevice& dev, const ScanLimits& limits, const DeviceScanOptions& options, std::size_t archives,
-        DeviceScanStats* stats, PhaseClock& clock)
-      : dev_(dev), limits_(limits),
+        DeviceScanStats* stats, PhaseClock& clock, ArchiveUpload* upload)
+      : dev_(dev), upload_(upload), limits_(limits),
         threads_(detail::effective_threads(static_cast<int>(std::min(options.threads, 1u << 16)))),
         cpu_block_(options.cpu_block_bytes), stats_(*stats), clock_(clock),
         host_(std::make_unique<HostState>(archives)), decoded_(archives, 0) {}
@@ -427,6 +464,18 @@ class Batch {
   // Decodes every recorded op: one dispatch per decoder kind.
   Status dispatch();
 
+  // Waits for the archives' upload, if it still runs, before the first read
+  // of their device copies; the wait is the call's upload phase (the time
+  // since the last lap goes to `phase`).
+  Status uploaded(double DeviceScanStats::*phase) {
+    if (!upload_) return {};
+    clock_.lap(phase);
+    const Status s = upload_->wait();
+    upload_ = nullptr;
+    clock_.lap(&DeviceScanStats::upload_seconds);
+    return s;
+  }
+
  private:
   void prepare(Op& op);
   void prepare_gzip(Op& op);
@@ -465,6 +514,7 @@ class Batch {
   }
 
   gpu::ScanDevice& dev_;
+  ArchiveUpload* upload_;  // null once waited for (or when there is none)
   const ScanLimits& limits_;
   int threads_;
   std::uint64_t cpu_block_;
@@ -775,6 +825,7 @@ Status Batch::dispatch() {
   if (!inflates.empty()) ++stats_.dispatches;
   if (!lz4s.empty()) ++stats_.dispatches;
   if (!copies.empty()) ++stats_.dispatches;
+  if (Status s = uploaded(&DeviceScanStats::device_seconds); !s) return s;
   if (Status s = waited([&] { return dev_.inflate(inflates); }); !s) return s;
   if (Status s = waited([&] { return dev_.lz4(lz4s); }); !s) return s;
   if (Status s = waited([&] { return dev_.copy(copies); }); !s) return s;
@@ -1293,11 +1344,13 @@ struct Root {
 };
 
 // The scan of `roots`, its phases timed on `clock` up to the gather (the
-// caller times what its return frees).
+// caller times what its return frees). `upload`, when not null, still
+// copies the roots' bytes to the device.
 Status scan_roots(std::vector<Root>& roots, const ScanLimits& limits, gpu::ScanDevice& dev,
-                  const DeviceScanOptions& options, DeviceScanResult* result, PhaseClock& clock) {
+                  const DeviceScanOptions& options, DeviceScanResult* result, PhaseClock& clock,
+                  ArchiveUpload* upload) {
   DeviceScanStats& stats = result->stats;
-  Batch batch(dev, limits, options, roots.size(), &stats, clock);
+  Batch batch(dev, limits, options, roots.size(), &stats, clock, upload);
   // Discovery passes, a layer of nesting deeper each, until nothing is new
   // (or the last dispatch decoded only files, below which nothing can be).
   // An archive's walks touch only its own state: the archives walk at once.
@@ -1350,6 +1403,8 @@ Status scan_roots(std::vector<Root>& roots, const ScanLimits& limits, gpu::ScanD
     }
     total += w.bytes;
   }
+  // The gather reads entries' bytes in the archives (when no dispatch has).
+  if (Status s = batch.uploaded(&DeviceScanStats::entry_table_seconds); !s) return s;
   clock.lap(&DeviceScanStats::entry_table_seconds);
   void* out = nullptr;
   if (total) {
@@ -1431,7 +1486,7 @@ Status scan_to_device(std::span<const ScanInput> archives, const ScanLimits& lim
   });
   clock.lap(&DeviceScanStats::setup_seconds);
   std::uint64_t at = 0;
-  std::vector<gpu::ScanUpload> uploads;  // one wait for all
+  std::vector<gpu::ScanUpload> uploads;  // one thread for all, beside the first walk
   for (std::size_t i = 0; i < archives.size(); ++i) {
     const auto* h = static_cast<const std::uint8_t*>(archives[i].archive.data);
     const std::uint64_t n = archives[i].archive.size;
@@ -1444,9 +1499,12 @@ Status scan_to_device(std::span<const ScanInput> archives, const ScanLimits& lim
     }
     roots[i] = {{h, h, d, n}, archives[i].name};
   }
-  if (Status s = dev->upload_many(uploads); !s) return s;
+  // Joined before the archives' memory goes, on every path.
+  ArchiveUpload upload;
+  if (Status s = upload.start(*dev, std::move(uploads)); !s) return s;
   clock.lap(&DeviceScanStats::upload_seconds);
-  const Status s = scan_roots(roots, limits, *dev, options, result, clock);
+  const Status s = scan_roots(roots, limits, *dev, options, result, clock, &upload);
+  (void)upload.wait();  // waited already, unless scan_roots failed before it read the copies
   up_owner.reset();
   dev.reset();
   clock.lap(&DeviceScanStats::release_seconds);
@@ -1470,7 +1528,7 @@ Status scan_device_archive(const void* d_archive, std::uint64_t size, std::strin
   clock.lap(&DeviceScanStats::upload_seconds);
   std::vector<Root> roots(1);
   roots[0] = {{host.get(), host.get(), static_cast<const std::uint8_t*>(d_archive), size}, std::string(name)};
-  const Status s = scan_roots(roots, limits, *dev, options, result, clock);
+  const Status s = scan_roots(roots, limits, *dev, options, result, clock, nullptr);
   Disposal::later(std::move(host));
   dev.reset();
   clock.lap(&DeviceScanStats::release_seconds);

@@ -261,7 +261,9 @@ bool stream_ordered_memory() {
 class CudaScanDevice final : public ScanDevice {
  public:
   explicit CudaScanDevice(Stream stream)
-      : stream_(reinterpret_cast<cudaStream_t>(stream)), pools_(stream_ordered_memory()) {}
+      : stream_(reinterpret_cast<cudaStream_t>(stream)), pools_(stream_ordered_memory()) {
+    if (cudaGetDevice(&device_) != cudaSuccess) (void)cudaGetLastError();
+  }
   ~CudaScanDevice() override {
     free(scratch_);
     // Every transfer ends with a wait, but one that failed half way may not.
@@ -273,6 +275,7 @@ class CudaScanDevice final : public ScanDevice {
         stage_.reset();
       }
     }
+    if (owns_stream_ && cudaStreamDestroy(stream_) != cudaSuccess) (void)cudaGetLastError();
   }
 
   bool emulated() const override { return false; }
@@ -363,6 +366,7 @@ class CudaScanDevice final : public ScanDevice {
   }
 
   Status upload_many(std::span<const ScanUpload> uploads) override {
+    if (owns_stream_) TANDEM_CUDA_CHECK(cudaSetDevice(device_), "cudaSetDevice (scan uploader)");
     if (Status s = lease(); !s) return s;
     // Half b's pieces are copied in all at once, then go up; the other half
     // is refilled once its DMAs are done.
@@ -431,6 +435,25 @@ class CudaScanDevice final : public ScanDevice {
     }
     if (Status s = flush(); !s) return s;
     TANDEM_CUDA_CHECK(cudaStreamSynchronize(stream_), "scan upload");
+    return {};
+  }
+
+  // A stream of its own that waits (an event) for what this one's stream
+  // holds so far; not blocking with the legacy default stream, so that its
+  // copies overlap this one's work.
+  Status uploader(std::unique_ptr<ScanDevice>* out) override {
+    cudaStream_t side = nullptr;
+    TANDEM_CUDA_CHECK(cudaStreamCreateWithFlags(&side, cudaStreamNonBlocking), "cudaStreamCreate (scan uploader)");
+    auto made = std::make_unique<CudaScanDevice>(reinterpret_cast<Stream>(side));
+    made->owns_stream_ = true;
+    made->device_ = device_;
+    cudaEvent_t ready = nullptr;
+    TANDEM_CUDA_CHECK(cudaEventCreateWithFlags(&ready, cudaEventDisableTiming), "cudaEventCreate (scan uploader)");
+    cudaError_t e = cudaEventRecord(ready, stream_);
+    if (e == cudaSuccess) e = cudaStreamWaitEvent(side, ready, 0);
+    (void)cudaEventDestroy(ready);  // its wait stays enqueued
+    TANDEM_CUDA_CHECK(e, "scan uploader");
+    *out = std::move(made);
     return {};
   }
 
@@ -586,6 +609,8 @@ class CudaScanDevice final : public ScanDevice {
 
   cudaStream_t stream_;
   bool pools_;
+  int device_ = 0;            // the CUDA device current where the object was made
+  bool owns_stream_ = false;  // an uploader's: its calls come from another thread (current device set)
   void* scratch_ = nullptr;
   std::size_t scratch_bytes_ = 0;
   std::unique_ptr<PinnedStage> stage_;

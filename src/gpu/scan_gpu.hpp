@@ -12,6 +12,9 @@
 // Transfers take host memory of any kind: the CUDA device stages pageable
 // memory through pinned memory of its own and copies pinned, registered,
 // device and managed memory directly.
+//
+// A device object is used by one thread at a time; an uploader (below)
+// lets another thread's uploads overlap it.
 #pragma once
 
 #include <cstddef>
@@ -83,6 +86,16 @@ class ScanDevice {
   // The destinations lie in one allocation (copies whose device bytes meet,
   // or meet but for padding, may go in one DMA).
   virtual Status upload_many(std::span<const ScanUpload> uploads) = 0;
+  // A device for uploads from another thread while this one works on: its
+  // own stream, ordered after everything called on this one so far (so
+  // memory from this one's alloc may be its destinations), and its own
+  // pinned stage; its upload_many waits for its own copies only, which then
+  // come before anything called on this one afterwards. Only upload and
+  // upload_many may be called on it, from one thread at a time (any one:
+  // it makes its calls on this one's CUDA device). Its destructor waits for
+  // its copies; it goes before this one, and before the memory it wrote is
+  // freed.
+  virtual Status uploader(std::unique_ptr<ScanDevice>* out) = 0;
   virtual Status inflate(std::span<ScanDecodeJob> jobs) = 0;
   virtual Status lz4(std::span<ScanDecodeJob> jobs) = 0;
   virtual Status copy(std::span<ScanCopyJob> jobs) = 0;

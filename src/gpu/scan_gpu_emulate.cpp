@@ -51,6 +51,11 @@ class EmulatedScanDevice final : public ScanDevice {
     return {};
   }
 
+  Status uploader(std::unique_ptr<ScanDevice>* out) override {
+    *out = std::make_unique<EmulatedScanDevice>(*this);
+    return {};
+  }
+
   Status crc32(std::span<ScanCrcPiece> pieces) override {
     static const std::array<std::uint32_t, 256> table = [] {
       std::array<std::uint32_t, 256> t{};
