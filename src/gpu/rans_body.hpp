@@ -26,6 +26,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <type_traits>
 
 #include "format/rans_format.hpp"
@@ -433,6 +434,95 @@ inline Error parse_table(const std::uint8_t* t, std::uint32_t tb, std::uint32_t 
   return parse_codes(w, words, tb, scale_bits, scratch, freq);
 }
 
+// ------------------------------------------------------- histogram ----
+
+// A warp's byte histogram (the GPU encoder's counts of an item of one
+// chunk): kHistColumns counter columns, symbol s's at hist[s * kHistColumns
+// + c], lane l counting into column l % kHistColumns through shared-memory
+// atomics. Eight lanes share a column, so constant data serialises a warp's
+// increments eight deep (the thread-block histogram's column per lane
+// avoids that, but takes 32 KiB cleared and summed an item); the warp's 4
+// KiB are cleared and summed in 16-byte words, a row a word.
+inline constexpr std::uint32_t kHistColumns = 4;
+inline constexpr std::uint32_t kHistWords = kSymbols * kHistColumns;
+inline constexpr std::uint32_t kHistLoads = 4;  // 16-byte loads a lane has in flight
+static_assert(kHistColumns == 4, "a row is one 16-byte word");
+
+// The 16 bytes at 16-aligned p as four little-endian words (one load on the
+// device).
+TANDEM_HD void load_aligned_u128(const void* p, std::uint32_t (&v)[4]) {
+#if defined(__CUDA_ARCH__)
+  const uint4 q = *static_cast<const uint4*>(p);
+  v[0] = q.x;
+  v[1] = q.y;
+  v[2] = q.z;
+  v[3] = q.w;
+#else
+  std::memcpy(v, p, sizeof v);
+#endif
+}
+
+// counts[s] = how many bytes of in[0, n) equal s, for all 256 s (every
+// entry written), by the whole warp. hist: kHistWords words, 16-aligned,
+// that only this warp uses (shared memory on the device). Bytes before in's
+// first 16-byte boundary and after its last go one a lane; the rest as
+// 16-byte words, kHistLoads of them in flight a lane before their counts.
+TANDEM_HD void count_bytes(const Warp& w, const std::uint8_t* in, std::uint32_t n, std::uint32_t* hist,
+                           std::uint32_t* counts) {
+  constexpr std::uint32_t kLanes = simt::kWarpSize;
+  w.sync();  // the warp's last reads of hist (a previous call) are done
+  w.each([&](int l) {
+    const std::uint32_t zero[4] = {0, 0, 0, 0};
+    for (std::uint32_t k = static_cast<std::uint32_t>(l); k < kHistWords / 4; k += kLanes) {
+      simt::store_aligned_u128(hist + 4 * k, zero);
+    }
+  });
+  w.sync();
+  const auto addr = reinterpret_cast<std::uintptr_t>(in);
+  const std::uint32_t to_aligned = static_cast<std::uint32_t>((16 - (addr & 15)) & 15);
+  const std::uint32_t head = n < to_aligned ? n : to_aligned;
+  const std::uint32_t vecs = (n - head) / 16;
+  const std::uint32_t tail = head + vecs * 16;  // n - tail < 16
+  const std::uint8_t* v = in + head;            // 16-aligned
+  w.each([&](int l) {
+    const std::uint32_t lane = static_cast<std::uint32_t>(l);
+    std::uint32_t* col = hist + lane % kHistColumns;
+    if (lane < head) simt::atomic_add_block(&col[in[lane] * kHistColumns], 1u);
+    if (lane < n - tail) simt::atomic_add_block(&col[in[tail + lane] * kHistColumns], 1u);
+    const auto count = [&](const std::uint32_t (&q)[4]) {
+      TANDEM_UNROLL
+      for (int j = 0; j < 4; ++j) {
+        TANDEM_UNROLL
+        for (int b = 0; b < 4; ++b) simt::atomic_add_block(&col[((q[j] >> (8 * b)) & 0xFFu) * kHistColumns], 1u);
+      }
+    };
+    std::uint32_t k = lane;
+    for (; k + (kHistLoads - 1) * kLanes < vecs; k += kHistLoads * kLanes) {
+      std::uint32_t q[kHistLoads][4];
+      TANDEM_UNROLL
+      for (std::uint32_t j = 0; j < kHistLoads; ++j) load_aligned_u128(v + 16 * (k + j * kLanes), q[j]);
+      TANDEM_UNROLL
+      for (std::uint32_t j = 0; j < kHistLoads; ++j) count(q[j]);
+    }
+    for (; k < vecs; k += kLanes) {
+      std::uint32_t q[4];
+      load_aligned_u128(v + 16 * k, q);
+      count(q);
+    }
+  });
+  w.sync();
+  // Lane l sums the rows of symbols l, l + 32, ...: a warp's row loads read
+  // 512 consecutive bytes, its stores 128.
+  w.each([&](int l) {
+    for (std::uint32_t j = 0; j < kSymbols / kLanes; ++j) {
+      const std::uint32_t s = j * kLanes + static_cast<std::uint32_t>(l);
+      std::uint32_t r[4];
+      load_aligned_u128(hist + s * kHistColumns, r);
+      counts[s] = r[0] + r[1] + r[2] + r[3];
+    }
+  });
+}
+
 // ---------------------------------------------------- normalisation ----
 
 // The frequencies (summing to 2^scale_bits) of a stream of `total` (> 0)
@@ -561,10 +651,21 @@ TANDEM_HD std::uint32_t ceil_log2(std::uint32_t f) {
   return f > 1 ? static_cast<std::uint32_t>(simt::last_set(f - 1)) + 1 : 0u;
 }
 
+// floor(2^32 m / f) for m < f <= 2^16: long division in base 2^16, two
+// 32-bit divisions (each dividend below 2^32, the quotient below 2^32 as m
+// < f) where the 64-bit quotient takes the device's 64-bit division
+// routine (its dividend is at least 2^32, so never its 32-bit shortcut).
+TANDEM_HD std::uint32_t scaled_quotient(std::uint32_t m, std::uint32_t f) {
+  const std::uint32_t hi = m << 16;
+  const std::uint32_t q1 = hi / f, r1 = hi - q1 * f;
+  return (q1 << 16) + (r1 << 16) / f;
+}
+
 TANDEM_HD EncSym make_enc_sym(std::uint32_t f, std::uint32_t cum, std::uint32_t scale_bits) {
   if (f == 0) return {0, 0, 0, 0};
   const std::uint32_t s = ceil_log2(f);
-  const std::uint64_t rcp = ((std::uint64_t{1} << 32) * ((std::uint64_t{1} << s) - f)) / f + 1;
+  // f <= 2^scale_bits <= 2^12; 2^s - f < f (s = ceil(log2 f)).
+  const std::uint64_t rcp = std::uint64_t{scaled_quotient((1u << s) - f, f)} + 1;
   const std::uint64_t emit = (static_cast<std::uint64_t>(f) << (32 - scale_bits)) - 1;
   return {static_cast<std::uint32_t>(rcp), static_cast<std::uint32_t>(emit), cum,
           s | (((1u << scale_bits) - f) << 16)};

@@ -7,7 +7,10 @@
 //              chunk), and the counts' prefix sums: the work lists the
 //              next kernels walk
 //   histogram  thread blocks over (item, 64 KiB tile): shared-memory counts
-//              in a column per lane, added to the item's 256 counters
+//              in a column per lane, added to the item's 256 counters; with
+//              chunks of at most kHistWarpMaxChunk, the items of one chunk
+//              come after the tiles instead, kHistWarps a unit, a warp each
+//              (rans_body.hpp's count_bytes)
 //   table      a warp per item: normalised frequencies, the header and the
 //              table written to the output, the encoding table
 //   encode     thread blocks over (item, group of kEncWarps chunks): the
@@ -60,6 +63,15 @@ constexpr int kPrepareThreads = kPrepareWarps * kWarpThreads;
 constexpr int kHistThreads = 256;
 constexpr std::uint32_t kHistTile = 64 * 1024;
 constexpr int kHistLoads = 4;  // 16-byte loads a histogram thread has in flight
+constexpr int kHistWarps = kHistThreads / kWarpThreads;
+// Items of one chunk of at most this many bytes get their histogram from a
+// warp each (a unit of the histogram kernel holds kHistWarps of them), not
+// from a thread block each: the block clears and sums 32 KiB of columns an
+// item (and adds 256 counters to global memory by atomics), more work than
+// counting the few KiB of a short stream; a warp clears and sums 4 KiB and
+// stores its counts. Larger chunks keep the block path, whose 256 threads
+// a unit keep more loads in flight for a long item.
+constexpr std::uint32_t kHistWarpMaxChunk = 16 * 1024;
 constexpr int kEncWarps = 4;
 constexpr int kDecWarps = 4;
 // Decode blocks an SM should hold: ten (as its shared memory allows) keep
@@ -193,10 +205,11 @@ struct CompressArgs {
   std::size_t n;
   std::size_t max_item_size;
   std::uint32_t scale_bits, chunk_size, lanes, max_chunks;
+  bool hist_by_warp;  // the items of one chunk take the histogram's warp path (chunk_size <= kHistWarpMaxChunk)
   std::uint32_t* counts;
   body::EncSym* enc;
   ItemInfo* info;
-  std::uint32_t* hist_units;   // [n + 1], then its prefix [n + 1]
+  std::uint32_t* hist_units;   // [n + 1], then its prefix [n + 1] (none for the items of the warp path)
   std::uint32_t* chunk_units;  // the same for groups of kEncWarps chunks (items of two chunks or more)
   std::uint32_t* single_items; // the same for items of one chunk (1 each): kEncWarps of them a unit
   uint2* meta;                 // per chunk slot: lanes | state bytes << 8, words
@@ -222,17 +235,22 @@ __global__ void __launch_bounds__(kScanThreads) rans_compress_setup_kernel(Compr
     const std::size_t i = first + threadIdx.x;
     std::uint32_t hist_units = 0, chunk_units = 0, single = 0;
     if (i < a.n) {
+      // The item's three loads issued together (the test's || would make
+      // each wait for the one before).
       const std::size_t size = a.in_sizes[i];
+      const void* const in_ptr = a.in_ptrs[i];
+      const void* const out_ptr = a.out_ptrs[i];
       ItemInfo info{};
       info.error = static_cast<std::int32_t>(Error::ok);
-      if (size > a.max_item_size || size > rans::kMaxLength || (size > 0 && !a.in_ptrs[i]) || !a.out_ptrs[i]) {
+      if (size > a.max_item_size || size > rans::kMaxLength || (size > 0 && !in_ptr) || !out_ptr) {
         info.error = static_cast<std::int32_t>(Error::invalid_item);
       }
       info.length = static_cast<std::uint32_t>(size);
       info.chunk_count = body::chunks_for(info.length, a.chunk_size);
       const bool ok = info.error == static_cast<std::int32_t>(Error::ok);
       a.info[i] = info;
-      hist_units = ok ? (info.length + kHistTile - 1) / kHistTile : 0;
+      const bool by_warp = a.hist_by_warp && info.chunk_count == 1;  // counted as a single item
+      hist_units = ok && !by_warp ? (info.length + kHistTile - 1) / kHistTile : 0;
       chunk_units = ok && info.chunk_count > 1 ? (info.chunk_count + kEncWarps - 1) / kEncWarps : 0;
       single = ok && info.chunk_count == 1 ? 1 : 0;
     }
@@ -251,13 +269,30 @@ __global__ void __launch_bounds__(kScanThreads) rans_compress_setup_kernel(Compr
 // which lies in bank l. So a warp's 32 increments never meet at one address
 // (constant data would otherwise serialise them 32 deep) nor in one bank;
 // the block's warps share the columns through shared-memory atomics.
+// Units: the tiles, then (with a.hist_by_warp) the items of one chunk,
+// kHistWarps a unit, each warp counting one item alone in its share of the
+// same shared memory.
 __global__ void __launch_bounds__(kHistThreads) rans_histogram_kernel(CompressArgs a) {
   static_assert(kHistThreads == 256, "a thread per symbol sums the columns");
+  static_assert(kHistWarps * body::kHistWords <= 256 * kWarpThreads, "the warps' histograms share the columns' memory");
   __shared__ __align__(16) std::uint32_t hist[256 * kWarpThreads];
   const std::uint32_t* prefix = a.hist_units + a.n + 1;
-  const std::uint32_t total = prefix[a.n];
+  const std::uint32_t* single_prefix = a.single_items + a.n + 1;
+  const std::uint32_t tiles = prefix[a.n];
+  const std::uint32_t singles = a.hist_by_warp ? single_prefix[a.n] : 0u;
+  const std::uint32_t total = tiles + (singles + kHistWarps - 1) / kHistWarps;
   const std::uint32_t lane = static_cast<std::uint32_t>(lane_id());
+  const std::uint32_t warp = threadIdx.x / kWarpThreads;
   for (std::uint32_t u = blockIdx.x; u < total; u += gridDim.x) {
+    if (u >= tiles) {  // the same in every thread; units only go up, so no tile follows
+      const std::uint32_t k = (u - tiles) * kHistWarps + warp;
+      if (k < singles) {
+        const std::size_t i = item_of_unit(single_prefix, a.n, k);
+        body::count_bytes(simt::Warp{}, static_cast<const std::uint8_t*>(a.in_ptrs[i]), a.info[i].length,
+                          hist + warp * body::kHistWords, a.counts + i * 256);
+      }
+      continue;
+    }
     const std::size_t i = item_of_unit(prefix, a.n, u);
     const std::uint32_t tile = u - prefix[i];
     const auto* in = static_cast<const std::uint8_t*>(a.in_ptrs[i]);
@@ -814,6 +849,7 @@ Status rans_compress_async(const void* const* d_in_ptrs, const std::size_t* d_in
   a.chunk_size = params.chunk_kib * 1024;
   a.lanes = params.lanes;
   a.max_chunks = l.max_chunks;
+  a.hist_by_warp = a.chunk_size <= kHistWarpMaxChunk;
   a.counts = reinterpret_cast<std::uint32_t*>(t + l.counts);
   a.enc = reinterpret_cast<body::EncSym*>(t + l.enc);
   a.info = reinterpret_cast<ItemInfo*>(t + l.info);
@@ -826,16 +862,26 @@ Status rans_compress_async(const void* const* d_in_ptrs, const std::size_t* d_in
   a.words = reinterpret_cast<std::uint16_t*>(t + l.words);
   const auto s = static_cast<cudaStream_t>(stream);
 
-  TANDEM_CUDA_CHECK(cudaMemsetAsync(a.counts, 0, num_items * 256 * sizeof(std::uint32_t), s), "cudaMemsetAsync");
+  // The tiles add to their item's counters, which start at 0; the warp
+  // path stores all 256 of its item's. So a batch whose items all take the
+  // warp path (every item that has counts is of one chunk) needs no clearing.
+  const bool all_by_warp = a.hist_by_warp && l.max_chunks == 1;
+  if (!all_by_warp) {
+    TANDEM_CUDA_CHECK(cudaMemsetAsync(a.counts, 0, num_items * 256 * sizeof(std::uint32_t), s), "cudaMemsetAsync");
+  }
   rans_compress_setup_kernel<<<1, kScanThreads, 0, s>>>(a);
   const std::size_t tiles = num_items * std::max<std::size_t>(1, (max_item_size + kHistTile - 1) / kHistTile);
+  // Units of the histogram: no more than the tiles (an item of the warp
+  // path had one); (num_items + kHistWarps - 1) / kHistWarps when every item
+  // takes the warp path.
+  const std::size_t hist_units = all_by_warp ? (num_items + kHistWarps - 1) / kHistWarps : tiles;
   const std::size_t groups = num_items * ((l.max_chunks + kEncWarps - 1) / kEncWarps);
   // The histogram's columns (32 KiB a block) fit six blocks an SM with the
   // largest carveout.
   TANDEM_CUDA_CHECK(cudaFuncSetAttribute(rans_histogram_kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
                                          cudaSharedmemCarveoutMaxShared),
                     "cudaFuncSetAttribute");
-  rans_histogram_kernel<<<list_blocks<rans_histogram_kernel, kHistThreads>(tiles), kHistThreads, 0, s>>>(a);
+  rans_histogram_kernel<<<list_blocks<rans_histogram_kernel, kHistThreads>(hist_units), kHistThreads, 0, s>>>(a);
   rans_table_kernel<<<blocks_for(num_items * kWarpThreads, kItemThreads), kItemThreads, 0, s>>>(a);
   // The encode blocks' tables and rings (21.5 KiB) fit ten blocks an SM
   // with the largest carveout.

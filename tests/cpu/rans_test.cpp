@@ -64,6 +64,20 @@ void expect_round_trip(const Bytes& in, const Params& p) {
 
 // ------------------------------------------------------------ pieces ----
 
+// make_enc_sym takes the reciprocal in two 32-bit divisions (the device's
+// 64-bit division is a long routine): the same as the 64-bit quotient
+// floor(2^32 (2^s - f) / f) + 1 for every frequency, so the same bytes.
+TEST(RansBody, ReciprocalMatchesTheWideQuotient) {
+  for (std::uint32_t f = 1; f <= 65536; ++f) {
+    const std::uint32_t s = body::ceil_log2(f);
+    const std::uint64_t want = ((std::uint64_t{1} << 32) * ((std::uint64_t{1} << s) - f)) / f + 1;
+    ASSERT_EQ(body::scaled_quotient((1u << s) - f, f) + std::uint64_t{1}, want) << "f=" << f;
+    if (f <= (1u << rans::kMaxScaleBits)) {
+      ASSERT_EQ(body::make_enc_sym(f, 0, rans::kMaxScaleBits).rcp, static_cast<std::uint32_t>(want)) << "f=" << f;
+    }
+  }
+}
+
 TEST(RansBody, DivisionByReciprocalIsExact) {
   std::mt19937 rng(7);
   const std::uint32_t edges[] = {0u, 1u, 2u, 0xFFFFu, 0x10000u, 0x7FFFFFFFu, 0x80000000u, 0xFFFFFFFEu, 0xFFFFFFFFu};

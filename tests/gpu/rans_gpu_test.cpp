@@ -2,7 +2,9 @@
 // device buffers and stream:
 // - the GPU encoder's streams equal the CPU reference's byte for byte, for
 //   random, constant, skewed, text-like and Silesia data, sizes from 0 to
-//   several chunks, and several parameter sets; the CPU decodes them;
+//   several chunks, and several parameter sets; the CPU decodes them; so
+//   do batches of one-chunk items alone and mixed with longer ones (the
+//   histogram's warp and tile paths); the temporary storage arrives dirty;
 // - the GPU decodes the CPU's streams to their data;
 // - malformed streams (each kind of lie the CPU tests build, then random
 //   corruptions) get, item by item, the CPU decoder's error, and a batch
@@ -104,6 +106,10 @@ std::vector<Result> gpu_compress(const std::vector<Bytes>& items, const Params& 
   std::size_t temp = 0;
   EXPECT_TRUE(gpu::rans_compress_temp_size(n, max_item, p, &temp).ok());
   DeviceBuffer d_temp(temp);
+  // The temporary storage arrives dirty: nothing may depend on it being
+  // zero (the histogram's warp path stores its counts, the tiles add to
+  // counters the call clears).
+  CUDA_CHECK(cudaMemsetAsync(d_temp.get(), 0xA5, temp, stream.get()));
   const Status s = gpu::rans_compress_async(d_in_ptrs.get<const void* const>(), d_in_sizes.get<std::size_t>(), max_item,
                                             n, p, d_temp.get(), temp, d_out_ptrs.get<void* const>(),
                                             caps.empty() ? nullptr : d_caps.get<std::size_t>(),
@@ -224,6 +230,37 @@ TEST(RansGpu, EncoderWritesTheCpuBytes) {
       Bytes back;
       ASSERT_TRUE(rans::decode(gpu[i].bytes, &back).ok());
       ASSERT_EQ(back, items[i]);
+    }
+  }
+}
+
+// A batch whose items are all of one chunk (the histogram's warp path for
+// every item, and no clearing of the counters) and a batch that mixes them
+// with longer items (tiles and warps in one histogram kernel): the CPU's
+// bytes.
+TEST(RansGpu, SmallItemBatchesEncodeAsTheCpuDoes) {
+  SKIP_WITHOUT_GPU();
+  std::vector<Bytes> small, mixed;
+  for (const Bytes& item : sample_items()) {
+    if (item.size() <= 16384) small.push_back(item);
+    mixed.push_back(item);
+  }
+  for (std::uint32_t n = 0; n < 600; ++n) {  // many short items, a unit of the histogram not full
+    const std::size_t size = (n * 7919u) % 4000u;
+    small.push_back(n % 3 == 0 ? test::constant_bytes(size, static_cast<std::uint8_t>(n)) : skewed_bytes(size, n));
+    if (n % 5 == 0) mixed.push_back(small.back());
+  }
+  for (const Params& p : {Params{}, Params{16, 12, 32}, Params{8, 9, 5}}) {
+    for (const std::vector<Bytes>* items : {&small, &mixed}) {
+      SCOPED_TRACE(::testing::Message() << "chunk " << p.chunk_kib << " KiB, scale " << p.scale_bits << ", "
+                                        << (items == &small ? "small" : "mixed") << " batch");
+      const std::vector<Result> gpu = gpu_compress(*items, p);
+      for (std::size_t i = 0; i < items->size(); ++i) {
+        ASSERT_EQ(gpu[i].error, Error::ok) << "item " << i << ": " << rans::error_name(gpu[i].error);
+        Bytes cpu;
+        ASSERT_TRUE(rans::encode((*items)[i], p, &cpu).ok());
+        ASSERT_EQ(gpu[i].bytes, cpu) << "item " << i << " of " << (*items)[i].size() << " bytes";
+      }
     }
   }
 }
