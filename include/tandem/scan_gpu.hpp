@@ -24,7 +24,8 @@
 // DeviceScanOptions::cpu_block_bytes) are decoded whole by the CPU thread
 // pool while the device decodes the many small ones: a long stream is
 // decoded serially on either side, and a CPU core does it faster than one
-// warp. The CPU's bytes then go up to the device in one upload.
+// warp. The CPU's bytes go up to the device as each input finishes, while
+// the device and the rest of the pool still work.
 //
 // With DeviceScanOptions::gpu false, or in a build or on a machine without a
 // CUDA device, the same descriptors, dispatches and fallbacks run through the
@@ -42,12 +43,13 @@
 // calls instead of giving it back at each synchronisation. The result's
 // allocation is plain cudaMalloc memory. Transfers of pageable host memory
 // go through pinned host memory (8 MiB and room for descriptors for each
-// call under way, and 8 MiB more for the uploads that run beside its other
-// work) that the scanner keeps for later calls until the process exits, as it keeps the host memory that outputs are downloaded into (up to
-// 256 MiB). A call's other host memory (its parses, the CPU's outputs) is
-// freed after the call returns, by a thread the scanner keeps for that
-// (while four calls' worth waits there, a call frees its own before it
-// returns).
+// call under way, and 8 MiB more for each upload that runs beside its other
+// work: the archives', the CPU pool's outputs') that the scanner keeps for
+// later calls until the process exits, as it keeps the host memory that
+// outputs are downloaded into (up to 256 MiB). A call's other host memory
+// (its parses, the CPU's outputs) is freed after the call returns, by a
+// thread the scanner keeps for that (while four calls' worth waits there, a
+// call frees its own before it returns).
 #pragma once
 
 #include <array>
@@ -117,7 +119,10 @@ struct DeviceScanStats {
   double walk_seconds = 0;             //   the host's discovery walks and parsing of structure
   double prepare_seconds = 0;          //   block layout (zstd frames with compressed blocks decoded here)
   double device_seconds = 0;           //   dispatches, their allocations, waits and transfers, checks of the
-                                       //   outputs, the upload of the CPU's outputs;
+                                       //   outputs, the upload of the CPU's outputs (those of the pool's
+                                       //   inputs go up as each finishes, on a thread of their own beside the
+                                       //   device: here the wait for the last of them; the rest, those that
+                                       //   outgrew their headers' size and the rejected, after the pool);
   double device_call_seconds = 0;      //     of which inside the device's calls (launches and their waits,
                                        //     transfers; with the emulation, the emulated kernels)
   double cpu_seconds = 0;              //   after the device's part: the inputs it rejected, decoded on the

@@ -20,7 +20,8 @@
 //     compressed blocks, whose frames libzstd decodes); the outputs come back
 //     to the host to be checked (sizes, CRC-32, xxHash content checksums)
 //     and, for containers, parsed; an op whose blocks the device rejects is
-//     decoded on the CPU too; the CPU's outputs then go up in one upload;
+//     decoded on the CPU too; the pool's outputs go up as each finishes
+//     (CpuUploads), the rest in one upload after the pool's wait;
 //   - passes repeat, one layer of nesting deeper each time, until a pass
 //     records nothing; then the final pass walks each archive exactly as
 //     scan() does, taking each op's result when it succeeded within what the
@@ -175,7 +176,11 @@ struct Op {
   std::uint64_t out_bytes = 0;                         // room in the dispatch's output
   bool on_cpu = false;                                 // decoded whole on the CPU
   bool by_policy = false;                              // on_cpu by the split (its decode unit's size)
+  std::uint64_t expect = 0;  // on_cpu: the output its headers say (at most cap), room for it (0: unknown)
   std::vector<std::uint8_t> host_out;                  // the CPU's output, until it goes up
+  // The CPU's output while the pool runs (CpuUploads).
+  std::uint8_t* room = nullptr;  // device memory of `expect` bytes, or null
+  bool sent = false;             // host_out went up into room
 };
 
 // Parsed containers, kept across passes.
@@ -365,6 +370,79 @@ class ArchiveUpload {
   std::thread thread_;
 };
 
+// The CPU pool's outputs going up as they finish (Batch::dispatch): an op
+// whose output fits the room its headers' size gave it (Op::room, in one
+// allocation made before the pool starts) goes into it through the device's
+// uploader, on a thread of its own that takes at once whatever has finished
+// (one upload_many), while the device and the rest of the pool work. Ops
+// that fail, have no room or outgrow it go up after the pool's wait, as
+// those the device rejected do.
+class CpuUploads {
+ public:
+  CpuUploads() = default;
+  CpuUploads(const CpuUploads&) = delete;
+  CpuUploads& operator=(const CpuUploads&) = delete;
+  // Joins the thread on every path (before the device memory goes).
+  ~CpuUploads() { (void)finish(); }
+
+  Status start(gpu::ScanDevice& dev) {
+    if (Status s = dev.uploader(&side_); !s) return s;
+    thread_ = std::thread([this] { run(); });
+    return {};
+  }
+  // From the pool, once `op` is decoded: sends it up if it fits its room.
+  void done(Op* op) {
+    if (!thread_.joinable() || !op->room || op->state != OpState::ok || op->host_out.size() > op->expect) return;
+    const std::lock_guard<std::mutex> lock(mutex_);
+    queue_.push_back(op);
+    cv_.notify_one();
+  }
+  // No more ops: waits for those sent, and says how their uploads went.
+  // Op::sent holds for those that went up.
+  Status finish() {
+    {
+      const std::lock_guard<std::mutex> lock(mutex_);
+      closed_ = true;
+      cv_.notify_one();
+    }
+    if (thread_.joinable()) thread_.join();
+    side_.reset();
+    return status_;
+  }
+
+ private:
+  void run() {
+    std::vector<Op*> batch;
+    std::vector<gpu::ScanUpload> uploads;
+    std::unique_lock<std::mutex> lock(mutex_);
+    for (;;) {
+      cv_.wait(lock, [&] { return closed_ || !queue_.empty(); });
+      if (queue_.empty()) return;
+      batch.swap(queue_);
+      lock.unlock();
+      uploads.clear();
+      for (const Op* op : batch) uploads.push_back({op->room, op->host_out.data(), op->host_out.size(), true});
+      // After a failure the rest go up after the wait (which returns the failure first).
+      if (status_) {
+        status_ = side_->upload_many(uploads);
+        if (status_) {
+          for (Op* op : batch) op->sent = true;
+        }
+      }
+      batch.clear();
+      lock.lock();
+    }
+  }
+
+  std::unique_ptr<gpu::ScanDevice> side_;
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  std::vector<Op*> queue_;
+  bool closed_ = false;
+  Status status_;  // the uploader thread's until it is joined
+  std::thread thread_;
+};
+
 // Everything one call shares across its archives and passes.
 class Batch {
  public:
@@ -501,6 +579,14 @@ class Batch {
   // compressed bytes to the CPU.
   bool to_cpu(std::uint64_t out, std::uint64_t in) const { return std::max(out, in) >= cpu_block_; }
   static void give_cpu(Op& op) { op.on_cpu = op.by_policy = true; }
+  // The output the op's headers say, as its room while the pool decodes it:
+  // none past the op's cap, nor past kRoomRatio times its input (a lying
+  // header could claim the ratio limit, 1000 by default, for every op of a
+  // batch; the rare real output past it goes up after the pool's wait).
+  static constexpr std::uint64_t kRoomRatio = 64;
+  static void expect(Op& op, std::uint64_t bytes) {
+    op.expect = bytes <= op.cap && bytes / kRoomRatio <= op.in.size ? bytes : 0;
+  }
   void decode_on_cpu(Op& op);
   Status upload_cpu_outputs(const std::vector<Op*>& ops);
   // A call of the device's, its time counted in stats().device_call_seconds
@@ -545,11 +631,15 @@ void Batch::prepare(Op& op) {
   op.host_pieces.clear();
   op.out_bytes = 0;
   op.on_cpu = op.by_policy = false;
+  op.expect = 0;
+  op.room = nullptr;
+  op.sent = false;
   switch (op.kind) {
     case OpKind::gzip: prepare_gzip(op); break;
     case OpKind::lz4: prepare_lz4(op); break;
     case OpKind::zstd: prepare_zstd(op); break;
     case OpKind::zip_deflate:
+      expect(op, op.expected);
       if (op.expected > op.cap || op.expected > gpu::kMaxItemSize || op.in.size > gpu::kMaxItemSize) {
         op.on_cpu = true;
         break;
@@ -581,6 +671,7 @@ void Batch::prepare_gzip(Op& op) {
   }
   std::uint32_t crc = 0, isize = 0;
   format::read_gzip_trailer(op.in.host + n - format::kGzipTrailerSize, &crc, &isize);
+  expect(op, isize);  // modulo 2^32, and the last member's only: a guess (room it outgrows is not used)
   const std::uint64_t payload = n - h.size - format::kGzipTrailerSize;
   if (isize > op.cap || payload > gpu::kMaxItemSize) {
     op.on_cpu = true;
@@ -664,6 +755,7 @@ void Batch::prepare_lz4(Op& op) {
     if (!blocks[i].exact) return void(op.on_cpu = true);
   }
   if (out > op.cap) return void(op.on_cpu = true);
+  expect(op, out);
   for (const Pending& b : blocks) {
     if (b.compressed && to_cpu(b.exact ? b.size : b.in_size, b.in_size)) return give_cpu(op);
   }
@@ -682,6 +774,15 @@ void Batch::prepare_lz4(Op& op) {
 void Batch::prepare_zstd(Op& op) {
   zstd_frame::Parsed parsed;
   if (!zstd_frame::parse(op.in.span(), &parsed)) return void(op.on_cpu = true);
+  // The frames' content sizes, where every frame gives one.
+  std::uint64_t content = 0;
+  bool known = true;
+  for (const zstd_frame::Frame& f : parsed.frames) {
+    if (f.kind != zstd_frame::FrameKind::zstd) continue;
+    known = known && f.header.has_content_size && f.header.content_size <= op.cap - std::min(op.cap, content);
+    if (known) content += f.header.content_size;
+  }
+  if (known) expect(op, content);
   // A frame libzstd decodes is the decode unit: its content size (its
   // compressed size where the header gives none).
   for (const zstd_frame::Frame& f : parsed.frames) {
@@ -751,7 +852,8 @@ Status Batch::dispatch() {
   // The ops the CPU decodes whole (the split's, and those the device cannot
   // take) start now on the pool, from another thread, while this one drives
   // the device. They read their op's input and write only its state and
-  // host_out, which nothing below reads before the wait.
+  // host_out (CpuUploads then reads host_out and sets sent), which nothing
+  // below reads before the wait.
   // The device's ops get their offsets in one output allocation.
   std::vector<Op*> pool_ops;
   std::uint64_t total = 0;
@@ -763,16 +865,36 @@ Status Batch::dispatch() {
     op->out.size = total;  // its offset, for now
     total += (op->out_bytes + 255) / 256 * 256;
   }
-  double pool_seconds = 0;
-  std::future<void> pool;  // its destructor waits, on every return below
+  // Room on the device for the pool's outputs, where their sizes are known,
+  // so that each goes up as it finishes (CpuUploads).
+  std::uint64_t room = 0;
+  for (const Op* op : pool_ops) room += (op->expect + 255) / 256 * 256;
+  CpuUploads uploads;  // goes after the pool (declared before it), which hands it ops
+  if (room) {
+    std::uint8_t* d = nullptr;
+    if (Status s = alloc(static_cast<std::size_t>(room), &d); !s) return s;
+    for (Op* op : pool_ops) {
+      if (!op->expect) continue;
+      op->room = d;
+      d += (op->expect + 255) / 256 * 256;
+    }
+    if (Status s = uploads.start(dev_); !s) return s;
+  }
   // The pool takes its ops largest input first, so that no long one starts
   // last and holds the wait (they are handed out one at a time).
   std::vector<Op*> by_size = pool_ops;
   std::stable_sort(by_size.begin(), by_size.end(), [](const Op* a, const Op* b) { return a->in.size > b->in.size; });
+  double pool_seconds = 0;
+  // Its destructor waits, on every return below: it goes before what it
+  // reads (by_size, pool_seconds, uploads), declared before it.
+  std::future<void> pool;
   if (!by_size.empty()) {
-    pool = std::async(std::launch::async, [this, &by_size, &pool_seconds] {
+    pool = std::async(std::launch::async, [this, &by_size, &pool_seconds, &uploads] {
       const auto t0 = std::chrono::steady_clock::now();
-      detail::parallel_for(by_size.size(), threads_, [&](std::size_t i) { decode_on_cpu(*by_size[i]); });
+      detail::parallel_for(by_size.size(), threads_, [&](std::size_t i) {
+        decode_on_cpu(*by_size[i]);
+        uploads.done(by_size[i]);
+      });
       pool_seconds = seconds_since(t0);
     });
   }
@@ -933,6 +1055,7 @@ Status Batch::dispatch() {
 
   std::vector<Op*> cpu = pool_ops;
   cpu.insert(cpu.end(), rejected.begin(), rejected.end());
+  if (Status s = uploads.finish(); !s) return s;
   if (Status s = upload_cpu_outputs(cpu); !s) return s;
   for (const Op* op : cpu) {
     if (op->by_policy) ++stats_.policy_blocks;
@@ -1151,12 +1274,12 @@ void Batch::decode_on_cpu(Op& op) {
 }
 
 // The outputs of `ops` that the CPU decoded go to the device: one allocation
-// and one upload for all (the layers below and the entries read them there).
-// Their host copies stay, for the walks.
+// and one upload for all but those already there (Op::sent; the layers below
+// and the entries read them there). Their host copies stay, for the walks.
 Status Batch::upload_cpu_outputs(const std::vector<Op*>& ops) {
   std::uint64_t total = 0;
   for (const Op* op : ops) {
-    if (op->state == OpState::ok) total += (op->host_out.size() + 255) / 256 * 256;
+    if (op->state == OpState::ok && !op->sent) total += (op->host_out.size() + 255) / 256 * 256;
   }
   std::uint8_t* d = nullptr;
   if (!dev_.emulated() && total) {
@@ -1170,7 +1293,10 @@ Status Batch::upload_cpu_outputs(const std::vector<Op*>& ops) {
     kept = std::move(op->host_out);
     const std::uint64_t n = kept.size();
     std::uint8_t* dev = kept.data();
-    if (!dev_.emulated()) {
+    if (op->sent) {
+      dev = op->room;  // (host memory as well when emulated)
+      if (!dev_.emulated()) stats_.host_to_device_bytes += n;
+    } else if (!dev_.emulated()) {
       dev = d + at;
       uploads.push_back({dev, kept.data(), static_cast<std::size_t>(n), true});
       stats_.host_to_device_bytes += n;
