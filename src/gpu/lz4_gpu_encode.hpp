@@ -133,12 +133,18 @@ static_assert(kSegmentSize > kSmallTableLimit, "blocks of more than one segment 
 //   kHashBytes       4 or 5: the bytes at a position that its hash reads
 //   kLazy            whether the parse defers a match by a byte when the next
 //                    position's is longer (see find_segment_with)
+//   kEarlyLoads      which of the find step's loads are issued early (the
+//                    bits below); the output is the same either way, the
+//                    speed is not: the loads in flight hold registers
+inline constexpr std::uint32_t kEarlyCandidateBytes = 1;  // a step's candidates' bytes, before the table writes
+inline constexpr std::uint32_t kEarlyOwnBytes = 2;        // the next step's own bytes, right after the parse
 struct FindShape {
   static constexpr std::uint32_t kPrimeBytes = lz4k::kPrimeBytes;
   static constexpr std::uint32_t kPrimeStride = lz4k::kPrimeStride;
   static constexpr int kLargeHashLog = lz4k::kLargeHashLog;
   static constexpr std::uint32_t kHashBytes = 4;
   static constexpr bool kLazy = false;
+  static constexpr std::uint32_t kEarlyLoads = 0;
 };
 
 // The constants of a shape that follow from the others, checked.
@@ -151,6 +157,7 @@ struct ShapeTraits {
   static_assert(Shape::kLargeHashLog >= kSmallHashLog, "small blocks have the smaller tables");
   static_assert(Shape::kHashBytes == 4 || Shape::kHashBytes == 5, "hashes of 4 or 5 bytes");
   static_assert(Shape::kPrimeStride >= 1, "a stride of at least 1");
+  static_assert(Shape::kEarlyLoads <= (kEarlyCandidateBytes | kEarlyOwnBytes), "early loads: the bits above");
 };
 
 // One sequence as step 1 found it: `lit` literals since the previous match's
@@ -463,23 +470,43 @@ TANDEM_HD void find_segment_with(const Warp& w, const std::uint8_t* in, std::uin
     w.sync();
     std::uint32_t cur = seg_start;  // positions before this one are inside the last match
     std::uint32_t tile = seg_start;
-    while (tile <= last_start) {
-      const Lanes<bool> valid = w.map([&](int l) { return tile + static_cast<std::uint32_t>(l) <= last_start; });
-      // Each lane reads in[q - 4, q + 12) around its position q as words where
-      // it can (wide), the 4 bytes at q otherwise.
-      const Lanes<bool> wide = w.map([&](int l) {
-        const std::uint32_t q = tile + static_cast<std::uint32_t>(l);
-        return valid[l] && q >= 8 && q + 16 <= n;
+    // A step's own bytes: each lane reads in[q - 4, q + 12) around its
+    // position q where it can (wide), the 4 bytes at q (narrow) otherwise.
+    // Loaded as raw words (read_tile) and joined where they are used; under
+    // kEarlyOwnBytes the next step's are loaded as soon as this step has
+    // parsed, so that they are in flight while it writes its records.
+    constexpr bool kEarlyOwn = (Shape::kEarlyLoads & kEarlyOwnBytes) != 0;
+    constexpr bool kEarlyTheirs = (Shape::kEarlyLoads & kEarlyCandidateBytes) != 0;
+    struct Tile {
+      Lanes<bool> valid, wide;
+      Lanes<simt::RawWindow> raw;
+      Lanes<std::uint32_t> narrow;
+    };
+    const auto read_tile = [&](std::uint32_t at, Tile& t) {
+      t.valid = w.map([&](int l) { return at + static_cast<std::uint32_t>(l) <= last_start; });
+      t.wide = w.map([&](int l) {
+        const std::uint32_t q = at + static_cast<std::uint32_t>(l);
+        return t.valid[l] && q >= 8 && q + 16 <= n;
       });
+      t.raw = w.map([&](int l) {
+        return t.wide[l] ? simt::load_raw_window(in, at + static_cast<std::uint32_t>(l)) : simt::RawWindow{};
+      });
+      t.narrow = w.map([&](int l) -> std::uint32_t {
+        return t.valid[l] && !t.wide[l] ? simt::load_u32(in, n, at + static_cast<std::uint32_t>(l)) : 0u;
+      });
+    };
+    Tile now, next;
+    if constexpr (kEarlyOwn) read_tile(tile, now);
+    while (tile <= last_start) {
+      if constexpr (!kEarlyOwn) read_tile(tile, now);
+      const Lanes<bool>& valid = now.valid;
+      const Lanes<bool>& wide = now.wide;
       const Lanes<Window> mine = w.map([&](int l) {
         Window x{};
-        if (wide[l]) simt::load_window(in, tile + static_cast<std::uint32_t>(l), x.w);
+        if (wide[l]) simt::window_words(now.raw[l], x.w);
         return x;
       });
-      const Lanes<std::uint32_t> seq = w.map([&](int l) -> std::uint32_t {
-        if (wide[l]) return mine[l].w[1];
-        return valid[l] ? simt::load_u32(in, n, tile + static_cast<std::uint32_t>(l)) : 0u;
-      });
+      const Lanes<std::uint32_t> seq = w.map([&](int l) { return wide[l] ? mine[l].w[1] : now.narrow[l]; });
       // (Lanes past the end neither read nor write the table. A valid lane's
       // position is at most n - kMfLimit, so its fifth byte is in the block.)
       const Lanes<std::uint32_t> key = w.map([&](int l) -> std::uint32_t {
@@ -496,6 +523,26 @@ TANDEM_HD void find_segment_with(const Warp& w, const std::uint8_t* in, std::uin
       const Lanes<std::uint32_t> cand = w.map([&](int l) -> std::uint32_t {
         return valid[l] ? base + table[key[l]] : base;
       });
+      // Whether a lane's candidate is worth verifying, and its bytes, read
+      // (under kEarlyCandidateBytes) before the table writes below, so that
+      // they are on their way meanwhile.
+      const Lanes<bool> open = w.map([&](int l) {
+        const std::uint32_t q = tile + static_cast<std::uint32_t>(l);
+        const std::uint32_t c = cand[l];
+        return valid[l] && q >= cur && c < q && q - c <= kMaxOffset;
+      });
+      const Lanes<bool> cand_wide = w.map([&](int l) { return open[l] && wide[l] && cand[l] >= 8; });
+      Lanes<simt::RawWindow> their_raw;
+      Lanes<std::uint32_t> their_narrow;
+      const auto read_theirs = [&] {
+        their_raw = w.map([&](int l) {
+          return cand_wide[l] ? simt::load_raw_window(in, cand[l]) : simt::RawWindow{};
+        });
+        their_narrow = w.map([&](int l) -> std::uint32_t {
+          return open[l] && !cand_wide[l] ? simt::load_u32(in, n, cand[l]) : 0u;
+        });
+      };
+      if constexpr (kEarlyTheirs) read_theirs();
       // The first position of each hash in this step goes into the table:
       // every lane writes its own, and those that find a later one there (a
       // lane above with the same hash won) write theirs again, until none
@@ -528,16 +575,16 @@ TANDEM_HD void find_segment_with(const Warp& w, const std::uint8_t* in, std::uin
         w.sync();  // every lane has read the table before any lane writes it
         write_own(lost);
       }
+      if constexpr (!kEarlyTheirs) read_theirs();
       // Each lane with a candidate verifies it and, where both are wide,
       // compares up to 8 more bytes forwards and 4 backwards at once, so that
       // the parse below extends most matches without reading memory.
       const Lanes<std::uint32_t> look = w.map([&](int l) -> std::uint32_t {
         const std::uint32_t q = tile + static_cast<std::uint32_t>(l);
-        const std::uint32_t c = cand[l];
-        if (!valid[l] || q < cur || c >= q || q - c > kMaxOffset) return 0u;
-        if (!wide[l] || c < 8) return simt::load_u32(in, n, c) == seq[l] ? kLookHit : 0u;
+        if (!open[l]) return 0u;
+        if (!cand_wide[l]) return their_narrow[l] == seq[l] ? kLookHit : 0u;
         std::uint32_t theirs[4];
-        simt::load_window(in, c, theirs);
+        simt::window_words(their_raw[l], theirs);
         if (theirs[1] != seq[l]) return 0u;
         std::uint32_t look_bits = kLookHit;
         if (q + 12 <= match_limit) {
@@ -594,6 +641,10 @@ TANDEM_HD void find_segment_with(const Warp& w, const std::uint8_t* in, std::uin
         cur = e;
         starts = cur - tile >= 32 ? 0u : starts & ~((1u << (cur - tile)) - 1u);
       }
+      const std::uint32_t next_tile = cur > tile + 32 ? cur : tile + 32;
+      if constexpr (kEarlyOwn) {
+        if (next_tile <= last_start) read_tile(next_tile, next);
+      }
       if (chosen) {
         // Each chosen lane: its literals start where the match before it
         // ends, and it extends backwards no further than that.
@@ -637,7 +688,8 @@ TANDEM_HD void find_segment_with(const Warp& w, const std::uint8_t* in, std::uin
         anchor = cur;
       }
       w.sync();  // table writes land before the next step reads
-      tile = cur > tile + 32 ? cur : tile + 32;
+      tile = next_tile;
+      if constexpr (kEarlyOwn) now = next;
     }
   }
   const std::uint32_t total = w.sum(bytes);

@@ -43,7 +43,19 @@ namespace body = lzrk;
 constexpr int kWarpThreads = 32;
 constexpr int kItemWarps = 4;  // warps per thread block of the warp-per-item and warp-per-block kernels
 constexpr int kItemThreads = kItemWarps * kWarpThreads;
-constexpr int kFindWarps = 3;  // as the LZ4 encoder's find kernel, with 8 KiB tables
+// The find kernel's thread blocks: kFindWarps warps, each with its 8 KiB
+// table in dynamic shared memory. The warps a multiprocessor keeps are
+// limited by the tables: 14 a block (112 KiB, plus the 1 KiB the device
+// keeps for each block) lets two blocks fill the 228 KiB of an H100's or
+// H200's multiprocessor, 28 warps, where 3 a block kept 27. On the H200,
+// silesia7 in 128 KiB blocks, three rounds (us a call, with lzr's early
+// loads, LzrFind): segments from the counter with 3 warps a block 1805 /
+// 1801 / 1798, 7 warps 1691 / 1689 / 1684, 14 warps 1678 / 1677 / 1673,
+// 28 warps 1678 / 1670 / 1663 (one block an SM, 225 KiB: more than some
+// devices allow a block); before, without the early loads, a warp a
+// segment in a grid of 3-warp blocks, 1787 / 1779 / 1772.
+constexpr int kFindWarps = 14;
+constexpr std::size_t kFindShared = kFindWarps * body::kTableBytes;
 constexpr std::size_t kAlign = 256;
 constexpr std::uint32_t kShort = lzr::kStreams - 1;  // the streams after the literals
 constexpr std::size_t kMaxGrid = 0x7fffffff;
@@ -68,7 +80,7 @@ struct CompressLayout {
   std::size_t blocks = 0;         // block slots
   std::size_t lit_out_cap = 0, short_out_cap = 0;  // rANS output room per stream
   std::size_t records = 0, sums = 0, counts = 0, primes = 0, streams = 0, lengths = 0, ptrs = 0, sizes = 0,
-              rans_out = 0, rans_sizes = 0, rans_errors = 0, offsets = 0, item_ok = 0, rans_temp = 0;
+              rans_out = 0, rans_sizes = 0, rans_errors = 0, offsets = 0, item_ok = 0, next_segment = 0, rans_temp = 0;
   std::size_t rans_temp_bytes = 0;
   std::size_t total = 0;
 };
@@ -109,6 +121,7 @@ Status compress_layout(std::size_t n, std::size_t max_item_size, const lzr::Para
   l->rans_errors = carve.take(l->blocks * lzr::kStreams * sizeof(rans::Error));
   l->offsets = carve.take(l->blocks * sizeof(std::uint64_t));
   l->item_ok = carve.take(n * sizeof(std::uint32_t));
+  l->next_segment = carve.take(sizeof(unsigned long long));
   l->rans_temp = carve.take(l->rans_temp_bytes);
   l->total = carve.size();
   return {};
@@ -145,6 +158,7 @@ struct CompressArgs {
   rans::Error* short_errors;
   std::uint64_t* offsets;        // [blocks]: where each block goes in its frame
   std::uint32_t* item_ok;        // [n]: 1 when the item's frame is written
+  unsigned long long* next_segment;  // the find kernel's counter (zeroed by the setup kernel)
 };
 
 __device__ __forceinline__ bool item_valid(const CompressArgs& a, std::size_t item) {
@@ -173,6 +187,7 @@ __device__ __forceinline__ std::uint8_t* slot_stream(const CompressArgs& a, std:
 
 __global__ void __launch_bounds__(256) lzr_setup_kernel(CompressArgs a) {
   const std::size_t b = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (b == 0) *a.next_segment = 0;
   if (b >= a.blocks) return;
   a.lit_in[b] = slot_stream(a, b, lzr::kLiterals);
   a.lit_out[b] = a.rans_out + b * (a.lit_out_cap + kShort * a.short_out_cap);
@@ -198,20 +213,30 @@ __global__ void __launch_bounds__(lz4k::kPrimeWarps * 32) lzr_prime_kernel(Compr
                                    a.primes + b * a.segs * body::kPrimeEntries);
 }
 
+// As many warps as the device keeps resident; each takes the next segment
+// slot from the counter when it is done with one (as the LZ4 encoder's find
+// kernel), so that no thread block holds its shared memory for one slow warp.
 __global__ void __launch_bounds__(kFindWarps * 32) lzr_find_kernel(CompressArgs a) {
   // 16-byte aligned: the find step clears its table 16 bytes at a time.
-  __shared__ uint4 tables[kFindWarps][body::kTableBytes / sizeof(uint4)];
-  const std::size_t slot = warp_index();
-  if (slot >= a.blocks * a.segs) return;
-  const std::size_t b = slot / a.segs;
-  const std::uint32_t s = static_cast<std::uint32_t>(slot % a.segs);
-  const std::uint32_t n = slot_length(a, b);
-  if (s >= lz4k::segment_count(n)) return;
+  extern __shared__ uint4 find_tables[];
+  auto* table = reinterpret_cast<std::uint16_t*>(reinterpret_cast<std::uint8_t*>(find_tables) +
+                                                 threadIdx.x / 32 * body::kTableBytes);
+  const std::size_t slots = a.blocks * a.segs;
   const simt::Warp w;
-  lz4k::SeqRecord* recs = a.records + slot * body::kMaxSegmentRecords;
-  lz4k::find_segment<body::LzrFind>(w, slot_input(a, b), n, s, a.primes + b * a.segs * body::kPrimeEntries,
-                                    reinterpret_cast<std::uint16_t*>(tables[threadIdx.x / 32]), recs, a.sums + slot);
-  body::count_segment(w, recs, a.sums[slot].count, a.counts + slot);
+  for (;;) {
+    unsigned long long taken = 0;
+    if (lane_id() == 0) taken = atomicAdd(a.next_segment, 1ull);
+    const std::size_t slot = __shfl_sync(0xffffffffu, taken, 0);
+    if (slot >= slots) return;
+    const std::size_t b = slot / a.segs;
+    const std::uint32_t s = static_cast<std::uint32_t>(slot % a.segs);
+    const std::uint32_t n = slot_length(a, b);
+    if (s >= lz4k::segment_count(n)) continue;
+    lz4k::SeqRecord* recs = a.records + slot * body::kMaxSegmentRecords;
+    lz4k::find_segment<body::LzrFind>(w, slot_input(a, b), n, s, a.primes + b * a.segs * body::kPrimeEntries, table,
+                                      recs, a.sums + slot);
+    body::count_segment(w, recs, a.sums[slot].count, a.counts + slot);
+  }
 }
 
 __global__ void __launch_bounds__(kItemThreads) lzr_scatter_kernel(CompressArgs a) {
@@ -595,6 +620,7 @@ Status lzr_compress_async(const void* const* d_in_ptrs, const std::size_t* d_in_
   a.short_errors = a.lit_errors + l.blocks;
   a.offsets = reinterpret_cast<std::uint64_t*>(t + l.offsets);
   a.item_ok = reinterpret_cast<std::uint32_t*>(t + l.item_ok);
+  a.next_segment = reinterpret_cast<unsigned long long*>(t + l.next_segment);
   const auto s = static_cast<cudaStream_t>(stream);
 
   if (l.blocks > 0) {
@@ -604,7 +630,18 @@ Status lzr_compress_async(const void* const* d_in_ptrs, const std::size_t* d_in_
       lzr_prime_kernel<<<static_cast<unsigned>(l.blocks * groups), lz4k::kPrimeWarps * 32, 0, s>>>(a, groups);
     }
     const std::size_t seg_slots = l.blocks * l.segs;
-    lzr_find_kernel<<<static_cast<unsigned>(blocks_for(seg_slots, kFindWarps)), kFindWarps * 32, 0, s>>>(a);
+    // Above 48 KiB a kernel's dynamic shared memory must be allowed once.
+    static std::once_flag once;
+    static cudaError_t attribute = cudaSuccess;
+    std::call_once(once, [] {
+      attribute = cudaFuncSetAttribute(lzr_find_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                       static_cast<int>(kFindShared));
+    });
+    if (attribute != cudaSuccess) return {StatusCode::device_error, cudaGetErrorString(attribute)};
+    std::size_t find_blocks = blocks_for(seg_slots, kFindWarps);
+    const std::size_t fit = resident_blocks<lzr_find_kernel, kFindWarps * 32, kFindShared>();
+    if (fit > 0 && find_blocks > fit) find_blocks = fit;
+    lzr_find_kernel<<<static_cast<unsigned>(find_blocks), kFindWarps * 32, kFindShared, s>>>(a);
     lzr_scatter_kernel<<<static_cast<unsigned>(blocks_for(seg_slots, kItemWarps)), kItemThreads, 0, s>>>(a);
     if (Status st = launch_status(); !st) return st;
     const rans::Params rp{};

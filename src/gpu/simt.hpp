@@ -411,17 +411,32 @@ TANDEM_HD std::uint32_t load_u32(const std::uint8_t* in, std::uint32_t n, std::u
   return b[0] | (std::uint32_t{b[1]} << 8) | (std::uint32_t{b[2]} << 16) | (std::uint32_t{b[3]} << 24);
 }
 
-// The 16 bytes at in[x - 4, x + 12) as four little-endian words, for
-// 8 <= x and x + 16 <= n: five aligned loads, every one inside in[0, n).
-TANDEM_HD void load_window(const std::uint8_t* in, std::uint32_t x, std::uint32_t w[4]) {
-  const std::uintptr_t at = reinterpret_cast<std::uintptr_t>(in) + x - 4;
-  const std::uint32_t shift = static_cast<std::uint32_t>(at & 3);
-  const std::uint8_t* b = reinterpret_cast<const std::uint8_t*>(at - shift);
+// The 16 bytes at in[x - 4, x + 12), for 8 <= x and x + 16 <= n, as they
+// are loaded: five aligned words, every one inside in[0, n), and the shift
+// that joins them (window_words). A caller that joins them later than it
+// loads them has the loads in flight meanwhile.
+struct RawWindow {
   std::uint32_t a[5];
+  std::uint32_t shift;
+};
+TANDEM_HD RawWindow load_raw_window(const std::uint8_t* in, std::uint32_t x) {
+  const std::uintptr_t at = reinterpret_cast<std::uintptr_t>(in) + x - 4;
+  RawWindow r;
+  r.shift = static_cast<std::uint32_t>(at & 3);
+  const std::uint8_t* b = reinterpret_cast<const std::uint8_t*>(at - r.shift);
   TANDEM_UNROLL
-  for (int k = 0; k < 5; ++k) a[k] = load_aligned_u32(b + 4 * k);
+  for (int k = 0; k < 5; ++k) r.a[k] = load_aligned_u32(b + 4 * k);
+  return r;
+}
+// The window as four little-endian words.
+TANDEM_HD void window_words(const RawWindow& r, std::uint32_t w[4]) {
   TANDEM_UNROLL
-  for (int k = 0; k < 4; ++k) w[k] = funnel(a[k], a[k + 1], shift);
+  for (int k = 0; k < 4; ++k) w[k] = funnel(r.a[k], r.a[k + 1], r.shift);
+}
+// The 16 bytes at in[x - 4, x + 12) as four little-endian words, for
+// 8 <= x and x + 16 <= n.
+TANDEM_HD void load_window(const std::uint8_t* in, std::uint32_t x, std::uint32_t w[4]) {
+  window_words(load_raw_window(in, x), w);
 }
 
 // Of the 4 bytes of two little-endian words, how many are equal from the
