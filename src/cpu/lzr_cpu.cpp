@@ -54,8 +54,8 @@ class BlockEncoder {
     const Warp w;
     const auto segments = static_cast<std::uint32_t>(lz4k::segment_count(n));
     if (segments > 1) {
-      for (std::uint32_t g = 0; g < lz4k::prime_group_count(segments); ++g) {
-        lz4k::prime_group<body::LzrFind>(gpu::simt::Block<lz4k::kPrimeWarps>{}, in, n, g, running_.data(),
+      for (std::uint32_t g = 0; g < lz4k::prime_group_count<body::LzrFind>(segments); ++g) {
+        lz4k::prime_group<body::LzrFind>(gpu::simt::Block<body::LzrFind::kPrimeWarps>{}, in, n, g, running_.data(),
                                          primes_.data());
       }
     }

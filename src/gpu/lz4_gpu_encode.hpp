@@ -133,6 +133,8 @@ static_assert(kSegmentSize > kSmallTableLimit, "blocks of more than one segment 
 //   kHashBytes       4 or 5: the bytes at a position that its hash reads
 //   kLazy            whether the parse defers a match by a byte when the next
 //                    position's is longer (see find_segment_with)
+//   kPrimeGroup      the segments a thread block of the prime step walks
+//   kPrimeWarps      the warps of a prime thread block
 //   kEarlyLoads      which of the find step's loads are issued early (the
 //                    bits below); the output is the same either way, the
 //                    speed is not: the loads in flight hold registers
@@ -144,6 +146,8 @@ struct FindShape {
   static constexpr int kLargeHashLog = lz4k::kLargeHashLog;
   static constexpr std::uint32_t kHashBytes = 4;
   static constexpr bool kLazy = false;
+  static constexpr std::uint32_t kPrimeGroup = 8;
+  static constexpr int kPrimeWarps = 16;
   static constexpr std::uint32_t kEarlyLoads = 0;
 };
 
@@ -157,6 +161,7 @@ struct ShapeTraits {
   static_assert(Shape::kLargeHashLog >= kSmallHashLog, "small blocks have the smaller tables");
   static_assert(Shape::kHashBytes == 4 || Shape::kHashBytes == 5, "hashes of 4 or 5 bytes");
   static_assert(Shape::kPrimeStride >= 1, "a stride of at least 1");
+  static_assert(Shape::kPrimeGroup >= 1 && Shape::kPrimeWarps >= 1 && Shape::kPrimeWarps <= 32, "prime blocks");
   static_assert(Shape::kEarlyLoads <= (kEarlyCandidateBytes | kEarlyOwnBytes), "early loads: the bits above");
 };
 
@@ -321,8 +326,8 @@ TANDEM_HD void clear_table(const Warp& w, std::uint16_t* table) {
 // find warp merging 3), the output the same; on the H100, silesia7 (GB/s,
 // seed tables / prime tables of 8 and 16 warps): 16K 57.2 / 62.8 / 62.5, 64K
 // 56.1 / 61.4 / 61.9, 256K 56.3 / 60.9 / 61.3, 1M 56.3 / 60.7 / 61.1.
-inline constexpr std::uint32_t kPrimeGroup = 8;
-inline constexpr int kPrimeWarps = 16;
+inline constexpr std::uint32_t kPrimeGroup = FindShape::kPrimeGroup;
+inline constexpr int kPrimeWarps = FindShape::kPrimeWarps;
 inline constexpr std::uint32_t kPrimeLead = kPrimeBytes / kSegmentSize;
 
 // Where the stretch a segment starting at `start` primes from begins: the
@@ -332,8 +337,9 @@ TANDEM_HD std::uint32_t prime_base(std::uint32_t start) {
   return start > Shape::kPrimeBytes ? start - Shape::kPrimeBytes : 0;
 }
 
+template <class Shape = FindShape>
 TANDEM_HD std::uint32_t prime_group_count(std::size_t segments) {
-  return static_cast<std::uint32_t>((segments + kPrimeGroup - 1) / kPrimeGroup);
+  return static_cast<std::uint32_t>((segments + Shape::kPrimeGroup - 1) / Shape::kPrimeGroup);
 }
 
 // Group `group` of the block in[0, n) (segments [group * kPrimeGroup,
@@ -341,16 +347,16 @@ TANDEM_HD std::uint32_t prime_group_count(std::size_t segments) {
 // segment 0, each segment s's at primes + s * ShapeTraits<Shape>::kEntries.
 // running: that many words of the thread block's shared memory.
 template <class Shape = FindShape>
-TANDEM_HD void prime_group(const simt::Block<kPrimeWarps>& b, const std::uint8_t* in, std::uint32_t n,
+TANDEM_HD void prime_group(const simt::Block<Shape::kPrimeWarps>& b, const std::uint8_t* in, std::uint32_t n,
                            std::uint32_t group, std::uint32_t* running, std::uint16_t* primes) {
   constexpr std::uint32_t kEntries = ShapeTraits<Shape>::kEntries;
   constexpr std::uint32_t kStride = Shape::kPrimeStride;
-  constexpr std::uint32_t kThreads = kPrimeWarps * simt::kWarpSize;
+  constexpr std::uint32_t kThreads = Shape::kPrimeWarps * simt::kWarpSize;
   // The positions of a segment that a thread hashes.
   constexpr std::uint32_t kPerThread = ((kSegmentSize + kStride - 1) / kStride + kThreads - 1) / kThreads;
   const std::uint32_t segments = static_cast<std::uint32_t>(segment_count(n));
-  const std::uint32_t first = group * kPrimeGroup;
-  const std::uint32_t last = first + kPrimeGroup < segments ? first + kPrimeGroup : segments;  // exclusive
+  const std::uint32_t first = group * Shape::kPrimeGroup;
+  const std::uint32_t last = first + Shape::kPrimeGroup < segments ? first + Shape::kPrimeGroup : segments;  // exclusive
   simt::block_threads(b, [&](std::uint32_t t) {
     for (std::uint32_t i = t; i < kEntries; i += kThreads) running[i] = 0;
   });

@@ -1,5 +1,6 @@
 // The batched lzr calls of tandem/lzr.hpp on the device: every step on the
-// caller's stream, one after another, with no host round trip. The warp
+// caller's stream, one after another, with no host round trip (but for the
+// literal streams' rANS, on a side stream that the caller's waits for). The warp
 // bodies are gpu/lzr_body.hpp's and the LZ4 encoder's (prime, find), which
 // the CPU codec runs through the emulation; rANS is gpu/rans_gpu.hpp's.
 //
@@ -7,10 +8,12 @@
 // given ceil(max_item_size / B) block slots; slots past an item's end are
 // empty):
 //   setup      a thread a block slot: its length, its streams' buffers
-//   prime      lz4k::prime_group, a thread block per group of 8 segments
-//   find       a warp per segment: lz4k::find_segment, then count_segment
+//   prime      lz4k::prime_group, a thread block per group of 16 segments
+//   find       a warp per segment (taken from a counter): lz4k::find_segment,
+//              then count_segment
 //   scatter    a warp per segment: scatter_segment, the block's stream lengths
-//   rANS       rans_compress_async on the literal streams, then on the others
+//   rANS       rans_compress_async on the literal streams (on a side
+//              stream) beside the others
 //   plan       a warp per item: raw or coded per stream, block sizes, a
 //              prefix sum over its blocks, the frame's size; the header and
 //              directory when it fits
@@ -19,7 +22,8 @@
 //   frame      a warp per item: the header, the directory and its sums
 //   blocks     a thread a block slot: the block's header, its coded streams
 //              handed to the rANS decoder
-//   rANS       rans_decompress_async on the literal streams, then the others
+//   rANS       rans_decompress_async on the literal streams (on a side
+//              stream) beside the others
 //   rebuild    a warp per block: stream checks, then reconstruct_block
 //   finish     a warp per item: the first failing block's error, the sizes
 #include <cuda_runtime.h>
@@ -69,6 +73,60 @@ std::size_t blocks_for(std::size_t threads, int per_block) {
   return (threads + static_cast<std::size_t>(per_block) - 1) / static_cast<std::size_t>(per_block);
 }
 
+// A stream of the current device's for work beside a caller's stream, made
+// on first use and never destroyed (the runtime may be gone at exit). Calls
+// on several streams share it: what each puts there is ordered by its own
+// events (Event), so sharing only queues them.
+Status side_stream(cudaStream_t* out) {
+  constexpr int kDevices = 64;
+  static std::mutex mutex;
+  static cudaStream_t streams[kDevices] = {};
+  int device = 0;
+  TANDEM_CUDA_CHECK(cudaGetDevice(&device), "cudaGetDevice");
+  if (device < 0 || device >= kDevices) return {StatusCode::device_error, "device number out of range"};
+  const std::lock_guard<std::mutex> lock(mutex);
+  if (!streams[device]) {
+    TANDEM_CUDA_CHECK(cudaStreamCreateWithFlags(&streams[device], cudaStreamNonBlocking), "cudaStreamCreate (lzr)");
+  }
+  *out = streams[device];
+  return {};
+}
+
+// An event of one call's, destroyed with it (the runtime releases it once
+// the work it marks is done).
+struct Event {
+  cudaEvent_t e = nullptr;
+  Event() = default;
+  Event(const Event&) = delete;
+  Event& operator=(const Event&) = delete;
+  ~Event() {
+    if (e) (void)cudaEventDestroy(e);
+  }
+  Status create() {
+    TANDEM_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), "cudaEventCreate (lzr)");
+    return {};
+  }
+};
+
+// Runs first(side) on the side stream and then second() on s, at once: the
+// side stream starts after what s holds so far, and s goes on after both
+// (whatever first and second did). second does not run when first failed.
+template <class First, class Second>
+Status side_by_side(cudaStream_t s, First&& first, Second&& second) {
+  cudaStream_t side = nullptr;
+  if (Status st = side_stream(&side); !st) return st;
+  Event fork, join;
+  if (Status st = fork.create(); !st) return st;
+  if (Status st = join.create(); !st) return st;
+  TANDEM_CUDA_CHECK(cudaEventRecord(fork.e, s), "cudaEventRecord");
+  TANDEM_CUDA_CHECK(cudaStreamWaitEvent(side, fork.e, 0), "cudaStreamWaitEvent");
+  const Status one = first(side);
+  const Status two = one ? second() : Status{};
+  TANDEM_CUDA_CHECK(cudaEventRecord(join.e, side), "cudaEventRecord");
+  TANDEM_CUDA_CHECK(cudaStreamWaitEvent(s, join.e, 0), "cudaStreamWaitEvent");
+  return one ? two : one;
+}
+
 // ------------------------------------------------------------ compress ----
 
 struct CompressLayout {
@@ -80,8 +138,9 @@ struct CompressLayout {
   std::size_t blocks = 0;         // block slots
   std::size_t lit_out_cap = 0, short_out_cap = 0;  // rANS output room per stream
   std::size_t records = 0, sums = 0, counts = 0, primes = 0, streams = 0, lengths = 0, ptrs = 0, sizes = 0,
-              rans_out = 0, rans_sizes = 0, rans_errors = 0, offsets = 0, item_ok = 0, next_segment = 0, rans_temp = 0;
-  std::size_t rans_temp_bytes = 0;
+              rans_out = 0, rans_sizes = 0, rans_errors = 0, offsets = 0, item_ok = 0, next_segment = 0, lit_temp = 0,
+              short_temp = 0;
+  std::size_t lit_temp_bytes = 0, short_temp_bytes = 0;  // each rANS batch's own: the two run at once
   std::size_t total = 0;
 };
 
@@ -100,12 +159,10 @@ Status compress_layout(std::size_t n, std::size_t max_item_size, const lzr::Para
   const rans::Params rp{};
   l->lit_out_cap = rans::max_encoded_size(l->block_size, rp);
   l->short_out_cap = rans::max_encoded_size(l->short_cap, rp);
-  std::size_t lit_temp = 0, short_temp = 0;
   if (l->blocks > 0) {
-    if (Status s = rans_compress_temp_size(l->blocks, l->block_size, rp, &lit_temp); !s) return s;
-    if (Status s = rans_compress_temp_size(l->blocks * kShort, l->short_cap, rp, &short_temp); !s) return s;
+    if (Status s = rans_compress_temp_size(l->blocks, l->block_size, rp, &l->lit_temp_bytes); !s) return s;
+    if (Status s = rans_compress_temp_size(l->blocks * kShort, l->short_cap, rp, &l->short_temp_bytes); !s) return s;
   }
-  l->rans_temp_bytes = lit_temp > short_temp ? lit_temp : short_temp;
   const std::size_t seg_slots = l->blocks * l->segs;
   TempCarver carve(kAlign);
   l->records = carve.take(seg_slots * body::kMaxSegmentRecords * sizeof(lz4k::SeqRecord));
@@ -122,7 +179,8 @@ Status compress_layout(std::size_t n, std::size_t max_item_size, const lzr::Para
   l->offsets = carve.take(l->blocks * sizeof(std::uint64_t));
   l->item_ok = carve.take(n * sizeof(std::uint32_t));
   l->next_segment = carve.take(sizeof(unsigned long long));
-  l->rans_temp = carve.take(l->rans_temp_bytes);
+  l->lit_temp = carve.take(l->lit_temp_bytes);
+  l->short_temp = carve.take(l->short_temp_bytes);
   l->total = carve.size();
   return {};
 }
@@ -201,15 +259,15 @@ __global__ void __launch_bounds__(256) lzr_setup_kernel(CompressArgs a) {
   }
 }
 
-// Groups of lz4k::kPrimeGroup segments per block slot.
-__global__ void __launch_bounds__(lz4k::kPrimeWarps * 32) lzr_prime_kernel(CompressArgs a, std::uint32_t groups) {
+// Groups of LzrFind::kPrimeGroup segments per block slot.
+__global__ void __launch_bounds__(body::LzrFind::kPrimeWarps * 32) lzr_prime_kernel(CompressArgs a, std::uint32_t groups) {
   __shared__ std::uint32_t running[body::kPrimeEntries];
   const std::size_t b = blockIdx.x / groups;
   const std::uint32_t group = blockIdx.x % groups;
   const std::uint32_t n = slot_length(a, b);
   const std::uint32_t segments = static_cast<std::uint32_t>(lz4k::segment_count(n));
-  if (segments <= 1 || group >= lz4k::prime_group_count(segments)) return;  // the same for the whole block
-  lz4k::prime_group<body::LzrFind>(simt::Block<lz4k::kPrimeWarps>{}, slot_input(a, b), n, group, running,
+  if (segments <= 1 || group >= lz4k::prime_group_count<body::LzrFind>(segments)) return;  // the same for the whole block
+  lz4k::prime_group<body::LzrFind>(simt::Block<body::LzrFind::kPrimeWarps>{}, slot_input(a, b), n, group, running,
                                    a.primes + b * a.segs * body::kPrimeEntries);
 }
 
@@ -376,7 +434,8 @@ struct DecompressLayout {
   std::size_t per_item = 0, blocks = 0;
   std::size_t slot_bytes = 0;  // decoded-stream room per block slot
   std::size_t items = 0, infos = 0, ptrs = 0, caps = 0, sizes = 0, decoded_sizes = 0, errors = 0, decoded = 0,
-              rans_temp = 0, rans_temp_bytes = 0, total = 0;
+              lit_temp = 0, short_temp = 0, total = 0;
+  std::size_t lit_temp_bytes = 0, short_temp_bytes = 0;  // each rANS batch's own: the two run at once
 };
 
 constexpr std::uint32_t kSlotBlock = 1u << lzr::kMinBlockLog;
@@ -388,16 +447,14 @@ Status decompress_layout(std::size_t n, std::size_t max_output_size, DecompressL
   l->blocks = n * l->per_item;
   l->slot_bytes = kSlotBlock + std::size_t{kShort} * lzr::short_stream_capacity(kSlotBlock);
   const std::size_t lit_max = max_output_size < kMaxBlock ? max_output_size : kMaxBlock;
-  std::size_t lit_temp = 0, short_temp = 0;
   if (l->blocks > 0) {
-    if (Status s = rans_decompress_temp_size(l->blocks, lit_max, &lit_temp); !s) return s;
+    if (Status s = rans_decompress_temp_size(l->blocks, lit_max, &l->lit_temp_bytes); !s) return s;
     if (Status s = rans_decompress_temp_size(l->blocks * kShort, lzr::short_stream_capacity(static_cast<std::uint32_t>(lit_max)),
-                                             &short_temp);
+                                             &l->short_temp_bytes);
         !s) {
       return s;
     }
   }
-  l->rans_temp_bytes = lit_temp > short_temp ? lit_temp : short_temp;
   TempCarver carve(kAlign);
   l->items = carve.take(n * sizeof(ItemInfo));
   l->infos = carve.take(l->blocks * sizeof(BlockInfo));
@@ -407,7 +464,8 @@ Status decompress_layout(std::size_t n, std::size_t max_output_size, DecompressL
   l->decoded_sizes = carve.take(l->blocks * lzr::kStreams * sizeof(std::size_t));
   l->errors = carve.take(l->blocks * lzr::kStreams * sizeof(rans::Error));
   l->decoded = carve.take(l->blocks * l->slot_bytes);
-  l->rans_temp = carve.take(l->rans_temp_bytes);
+  l->lit_temp = carve.take(l->lit_temp_bytes);
+  l->short_temp = carve.take(l->short_temp_bytes);
   l->total = carve.size();
   return {};
 }
@@ -626,8 +684,8 @@ Status lzr_compress_async(const void* const* d_in_ptrs, const std::size_t* d_in_
   if (l.blocks > 0) {
     lzr_setup_kernel<<<static_cast<unsigned>(blocks_for(l.blocks, 256)), 256, 0, s>>>(a);
     if (l.segs > 1) {
-      const std::uint32_t groups = lz4k::prime_group_count(l.segs);
-      lzr_prime_kernel<<<static_cast<unsigned>(l.blocks * groups), lz4k::kPrimeWarps * 32, 0, s>>>(a, groups);
+      const std::uint32_t groups = lz4k::prime_group_count<body::LzrFind>(l.segs);
+      lzr_prime_kernel<<<static_cast<unsigned>(l.blocks * groups), body::LzrFind::kPrimeWarps * 32, 0, s>>>(a, groups);
     }
     const std::size_t seg_slots = l.blocks * l.segs;
     // Above 48 KiB a kernel's dynamic shared memory must be allowed once.
@@ -644,18 +702,30 @@ Status lzr_compress_async(const void* const* d_in_ptrs, const std::size_t* d_in_
     lzr_find_kernel<<<static_cast<unsigned>(find_blocks), kFindWarps * 32, kFindShared, s>>>(a);
     lzr_scatter_kernel<<<static_cast<unsigned>(blocks_for(seg_slots, kItemWarps)), kItemThreads, 0, s>>>(a);
     if (Status st = launch_status(); !st) return st;
+    // The two rANS batches need only the scatter's streams, not each
+    // other: the literals' runs on a side stream beside the short
+    // streams', each in its own temporary storage, their small kernels
+    // filling each other's gaps. On the H200, silesia7 in 128 KiB blocks,
+    // four rounds (us a call), one after the other (with prime blocks of 8
+    // segments) 1641 / 1652 / 1647 / 1654, side by side (and prime blocks
+    // of 16, which alone gave some 20 us) 1555 / 1545 / 1553 / 1548;
+    // decompression 2314 / 2322 / 2316 / 2313 against 2260 / 2235 / 2236 /
+    // 2243.
     const rans::Params rp{};
-    if (Status st = rans_compress_async(reinterpret_cast<const void* const*>(a.lit_in), a.lit_sizes, l.block_size,
-                                        l.blocks, rp, t + l.rans_temp, l.rans_temp_bytes,
-                                        reinterpret_cast<void* const*>(a.lit_out), nullptr, a.lit_coded, a.lit_errors,
-                                        stream);
-        !st) {
-      return st;
-    }
-    if (Status st = rans_compress_async(reinterpret_cast<const void* const*>(a.short_in), a.short_sizes, l.short_cap,
-                                        l.blocks * kShort, rp, t + l.rans_temp, l.rans_temp_bytes,
-                                        reinterpret_cast<void* const*>(a.short_out), nullptr, a.short_coded,
-                                        a.short_errors, stream);
+    if (Status st = side_by_side(
+            s,
+            [&](cudaStream_t side) {
+              return rans_compress_async(reinterpret_cast<const void* const*>(a.lit_in), a.lit_sizes, l.block_size,
+                                         l.blocks, rp, t + l.lit_temp, l.lit_temp_bytes,
+                                         reinterpret_cast<void* const*>(a.lit_out), nullptr, a.lit_coded,
+                                         a.lit_errors, side);
+            },
+            [&] {
+              return rans_compress_async(reinterpret_cast<const void* const*>(a.short_in), a.short_sizes,
+                                         l.short_cap, l.blocks * kShort, rp, t + l.short_temp, l.short_temp_bytes,
+                                         reinterpret_cast<void* const*>(a.short_out), nullptr, a.short_coded,
+                                         a.short_errors, stream);
+            });
         !st) {
       return st;
     }
@@ -717,17 +787,21 @@ Status lzr_decompress_async(const void* const* d_in_ptrs, const std::size_t* d_i
     lzr_blocks_kernel<<<static_cast<unsigned>(blocks_for(l.blocks, 256)), 256, 0, s>>>(a);
     if (Status st = launch_status(); !st) return st;
     const std::size_t lit_max = max_output_size < kMaxBlock ? max_output_size : kMaxBlock;
-    if (Status st = rans_decompress_async(reinterpret_cast<const void* const*>(a.in), a.sizes, lit_max, l.blocks,
-                                          t + l.rans_temp, l.rans_temp_bytes, a.out, a.caps, a.decoded_sizes,
-                                          a.rans_errors, stream);
-        !st) {
-      return st;
-    }
     const std::size_t nb = l.blocks;
-    if (Status st = rans_decompress_async(reinterpret_cast<const void* const*>(a.in + nb), a.sizes + nb,
-                                          lzr::short_stream_capacity(static_cast<std::uint32_t>(lit_max)), nb * kShort,
-                                          t + l.rans_temp, l.rans_temp_bytes, a.out + nb, a.caps + nb,
-                                          a.decoded_sizes + nb, a.rans_errors + nb, stream);
+    // The literal streams on the side stream beside the others (as in compression).
+    if (Status st = side_by_side(
+            s,
+            [&](cudaStream_t side) {
+              return rans_decompress_async(reinterpret_cast<const void* const*>(a.in), a.sizes, lit_max, l.blocks,
+                                           t + l.lit_temp, l.lit_temp_bytes, a.out, a.caps, a.decoded_sizes,
+                                           a.rans_errors, side);
+            },
+            [&] {
+              return rans_decompress_async(reinterpret_cast<const void* const*>(a.in + nb), a.sizes + nb,
+                                           lzr::short_stream_capacity(static_cast<std::uint32_t>(lit_max)),
+                                           nb * kShort, t + l.short_temp, l.short_temp_bytes, a.out + nb,
+                                           a.caps + nb, a.decoded_sizes + nb, a.rans_errors + nb, stream);
+            });
         !st) {
       return st;
     }
