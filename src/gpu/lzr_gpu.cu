@@ -51,7 +51,11 @@ constexpr int kItemThreads = kItemWarps * kWarpThreads;
 // table in dynamic shared memory. The warps a multiprocessor keeps are
 // limited by the tables: 14 a block (112 KiB, plus the 1 KiB the device
 // keeps for each block) lets two blocks fill the 228 KiB of an H100's or
-// H200's multiprocessor, 28 warps, where 3 a block kept 27. On the H200,
+// H200's multiprocessor, 28 warps, where 3 a block kept 27. Fewer warps
+// leave more of the multiprocessor's memory to its L1 cache, but that pays
+// less than the warps do: later, three rounds (us a call), 10 warps a block
+// (20 an SM) 1678 / 1666 / 1668, 12 (24) 1598 / 1580 / 1591, 13 (26) 1626 /
+// 1608 / 1622, 14 (28) 1542 / 1519 / 1532, 28 (28) 1517 / 1536 / 1528. On the H200,
 // silesia7 in 128 KiB blocks, three rounds (us a call, with lzr's early
 // loads, LzrFind): segments from the counter with 3 warps a block 1805 /
 // 1801 / 1798, 7 warps 1691 / 1689 / 1684, 14 warps 1678 / 1677 / 1673,
@@ -73,22 +77,29 @@ std::size_t blocks_for(std::size_t threads, int per_block) {
   return (threads + static_cast<std::size_t>(per_block) - 1) / static_cast<std::size_t>(per_block);
 }
 
-// A stream of the current device's for work beside a caller's stream, made
-// on first use and never destroyed (the runtime may be gone at exit). Calls
-// on several streams share it: what each puts there is ordered by its own
-// events (Event), so sharing only queues them.
-Status side_stream(cudaStream_t* out) {
+// The short streams' rANS batch in this many parts, each a batch of its
+// own on its own stream (beside the literals' on another). On the H200,
+// silesia7 in 128 KiB blocks, four rounds (us a call): 1 part 1538 / 1539
+// / 1546 / 1543, 2 parts 1527 / 1520 / 1539 / 1527, 3 parts 1540 / 1542 /
+// 1548 / 1544, 4 parts 1514 / 1513 / 1531 / 1521.
+constexpr std::size_t kShortParts = 4;
+constexpr int kSideStreams = static_cast<int>(kShortParts);  // the literals' batch, the short parts but one
+
+// Side stream `index` of the current device's, for work beside a caller's
+// stream, made on first use and never destroyed (the runtime may be gone at
+// exit). Calls on several streams share them: what each puts there is
+// ordered by its own events (Event), so sharing only queues them.
+Status side_stream(int index, cudaStream_t* out) {
   constexpr int kDevices = 64;
   static std::mutex mutex;
-  static cudaStream_t streams[kDevices] = {};
+  static cudaStream_t streams[kDevices][kSideStreams] = {};
   int device = 0;
   TANDEM_CUDA_CHECK(cudaGetDevice(&device), "cudaGetDevice");
   if (device < 0 || device >= kDevices) return {StatusCode::device_error, "device number out of range"};
   const std::lock_guard<std::mutex> lock(mutex);
-  if (!streams[device]) {
-    TANDEM_CUDA_CHECK(cudaStreamCreateWithFlags(&streams[device], cudaStreamNonBlocking), "cudaStreamCreate (lzr)");
-  }
-  *out = streams[device];
+  cudaStream_t& stream = streams[device][index];
+  if (!stream) TANDEM_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreate (lzr)");
+  *out = stream;
   return {};
 }
 
@@ -108,23 +119,28 @@ struct Event {
   }
 };
 
-// Runs first(side) on the side stream and then second() on s, at once: the
-// side stream starts after what s holds so far, and s goes on after both
-// (whatever first and second did). second does not run when first failed.
-template <class First, class Second>
-Status side_by_side(cudaStream_t s, First&& first, Second&& second) {
-  cudaStream_t side = nullptr;
-  if (Status st = side_stream(&side); !st) return st;
-  Event fork, join;
+// Runs work(0, s), work(1, side 0), ..., work(n - 1, side n - 2) at once
+// (n - 1 <= kSideStreams): each side stream starts after what s holds so
+// far, and s goes on after all of them (whatever they did). Once a work
+// fails, the rest do not run.
+template <class Work>
+Status fan_out(cudaStream_t s, int n, Work&& work) {
+  cudaStream_t on[kSideStreams + 1] = {s};
+  Event fork, join[kSideStreams];
   if (Status st = fork.create(); !st) return st;
-  if (Status st = join.create(); !st) return st;
   TANDEM_CUDA_CHECK(cudaEventRecord(fork.e, s), "cudaEventRecord");
-  TANDEM_CUDA_CHECK(cudaStreamWaitEvent(side, fork.e, 0), "cudaStreamWaitEvent");
-  const Status one = first(side);
-  const Status two = one ? second() : Status{};
-  TANDEM_CUDA_CHECK(cudaEventRecord(join.e, side), "cudaEventRecord");
-  TANDEM_CUDA_CHECK(cudaStreamWaitEvent(s, join.e, 0), "cudaStreamWaitEvent");
-  return one ? two : one;
+  for (int i = 1; i < n; ++i) {
+    if (Status st = side_stream(i - 1, &on[i]); !st) return st;
+    if (Status st = join[i - 1].create(); !st) return st;
+    TANDEM_CUDA_CHECK(cudaStreamWaitEvent(on[i], fork.e, 0), "cudaStreamWaitEvent");
+  }
+  Status done;
+  for (int i = n - 1; i >= 0 && done; --i) done = work(i, on[i]);
+  for (int i = 1; i < n; ++i) {
+    TANDEM_CUDA_CHECK(cudaEventRecord(join[i - 1].e, on[i]), "cudaEventRecord");
+    TANDEM_CUDA_CHECK(cudaStreamWaitEvent(s, join[i - 1].e, 0), "cudaStreamWaitEvent");
+  }
+  return done;
 }
 
 // ------------------------------------------------------------ compress ----
@@ -144,6 +160,15 @@ struct CompressLayout {
   std::size_t total = 0;
 };
 
+// Part p of a batch of n short streams (the first parts take the rest).
+struct Part {
+  std::size_t first, count;
+};
+Part short_part(std::size_t n, std::size_t p) {
+  const std::size_t base = n / kShortParts, rest = n % kShortParts;
+  return {p * base + (p < rest ? p : rest), base + (p < rest ? 1 : 0)};
+}
+
 std::size_t block_stream_bytes(const CompressLayout& l) { return l.block_size + std::size_t{kShort} * l.short_cap; }
 
 Status compress_layout(std::size_t n, std::size_t max_item_size, const lzr::Params& p, CompressLayout* l) {
@@ -161,7 +186,12 @@ Status compress_layout(std::size_t n, std::size_t max_item_size, const lzr::Para
   l->short_out_cap = rans::max_encoded_size(l->short_cap, rp);
   if (l->blocks > 0) {
     if (Status s = rans_compress_temp_size(l->blocks, l->block_size, rp, &l->lit_temp_bytes); !s) return s;
-    if (Status s = rans_compress_temp_size(l->blocks * kShort, l->short_cap, rp, &l->short_temp_bytes); !s) return s;
+    if (Status s = rans_compress_temp_size(short_part(l->blocks * kShort, 0).count, l->short_cap, rp,
+                                           &l->short_temp_bytes);
+        !s) {
+      return s;
+    }
+    l->short_temp_bytes = (l->short_temp_bytes + kAlign - 1) / kAlign * kAlign;  // each part's aligned
   }
   const std::size_t seg_slots = l->blocks * l->segs;
   TempCarver carve(kAlign);
@@ -180,7 +210,7 @@ Status compress_layout(std::size_t n, std::size_t max_item_size, const lzr::Para
   l->item_ok = carve.take(n * sizeof(std::uint32_t));
   l->next_segment = carve.take(sizeof(unsigned long long));
   l->lit_temp = carve.take(l->lit_temp_bytes);
-  l->short_temp = carve.take(l->short_temp_bytes);
+  l->short_temp = carve.take(kShortParts * l->short_temp_bytes);
   l->total = carve.size();
   return {};
 }
@@ -702,33 +732,31 @@ Status lzr_compress_async(const void* const* d_in_ptrs, const std::size_t* d_in_
     lzr_find_kernel<<<static_cast<unsigned>(find_blocks), kFindWarps * 32, kFindShared, s>>>(a);
     lzr_scatter_kernel<<<static_cast<unsigned>(blocks_for(seg_slots, kItemWarps)), kItemThreads, 0, s>>>(a);
     if (Status st = launch_status(); !st) return st;
-    // The two rANS batches need only the scatter's streams, not each
-    // other: the literals' runs on a side stream beside the short
-    // streams', each in its own temporary storage, their small kernels
-    // filling each other's gaps. On the H200, silesia7 in 128 KiB blocks,
+    // The rANS batches need only the scatter's streams, not each other:
+    // the literals' runs on a side stream beside the short streams' (in
+    // kShortParts batches, on the caller's stream and more side streams),
+    // each in its own temporary storage, their small kernels filling each
+    // other's gaps. On the H200, silesia7 in 128 KiB blocks,
     // four rounds (us a call), one after the other (with prime blocks of 8
     // segments) 1641 / 1652 / 1647 / 1654, side by side (and prime blocks
     // of 16, which alone gave some 20 us) 1555 / 1545 / 1553 / 1548;
     // decompression 2314 / 2322 / 2316 / 2313 against 2260 / 2235 / 2236 /
     // 2243.
     const rans::Params rp{};
-    if (Status st = side_by_side(
-            s,
-            [&](cudaStream_t side) {
-              return rans_compress_async(reinterpret_cast<const void* const*>(a.lit_in), a.lit_sizes, l.block_size,
-                                         l.blocks, rp, t + l.lit_temp, l.lit_temp_bytes,
-                                         reinterpret_cast<void* const*>(a.lit_out), nullptr, a.lit_coded,
-                                         a.lit_errors, side);
-            },
-            [&] {
-              return rans_compress_async(reinterpret_cast<const void* const*>(a.short_in), a.short_sizes,
-                                         l.short_cap, l.blocks * kShort, rp, t + l.short_temp, l.short_temp_bytes,
-                                         reinterpret_cast<void* const*>(a.short_out), nullptr, a.short_coded,
-                                         a.short_errors, stream);
-            });
-        !st) {
-      return st;
-    }
+    const auto batch = [&](int i, cudaStream_t on) -> Status {
+      if (i == static_cast<int>(kShortParts)) {
+        return rans_compress_async(reinterpret_cast<const void* const*>(a.lit_in), a.lit_sizes, l.block_size,
+                                   l.blocks, rp, t + l.lit_temp, l.lit_temp_bytes,
+                                   reinterpret_cast<void* const*>(a.lit_out), nullptr, a.lit_coded, a.lit_errors, on);
+      }
+      const Part p = short_part(l.blocks * kShort, static_cast<std::size_t>(i));
+      if (p.count == 0) return {};
+      return rans_compress_async(reinterpret_cast<const void* const*>(a.short_in + p.first), a.short_sizes + p.first,
+                                 l.short_cap, p.count, rp, t + l.short_temp + i * l.short_temp_bytes,
+                                 l.short_temp_bytes, reinterpret_cast<void* const*>(a.short_out + p.first), nullptr,
+                                 a.short_coded + p.first, a.short_errors + p.first, on);
+    };
+    if (Status st = fan_out(s, static_cast<int>(kShortParts) + 1, batch); !st) return st;
   }
   lzr_plan_kernel<<<static_cast<unsigned>(blocks_for(num_items, kItemWarps)), kItemThreads, 0, s>>>(a);
   if (l.blocks > 0) lzr_copy_kernel<<<static_cast<unsigned>(l.blocks), kCopyThreads, 0, s>>>(a);
@@ -789,22 +817,18 @@ Status lzr_decompress_async(const void* const* d_in_ptrs, const std::size_t* d_i
     const std::size_t lit_max = max_output_size < kMaxBlock ? max_output_size : kMaxBlock;
     const std::size_t nb = l.blocks;
     // The literal streams on the side stream beside the others (as in compression).
-    if (Status st = side_by_side(
-            s,
-            [&](cudaStream_t side) {
-              return rans_decompress_async(reinterpret_cast<const void* const*>(a.in), a.sizes, lit_max, l.blocks,
-                                           t + l.lit_temp, l.lit_temp_bytes, a.out, a.caps, a.decoded_sizes,
-                                           a.rans_errors, side);
-            },
-            [&] {
-              return rans_decompress_async(reinterpret_cast<const void* const*>(a.in + nb), a.sizes + nb,
-                                           lzr::short_stream_capacity(static_cast<std::uint32_t>(lit_max)),
-                                           nb * kShort, t + l.short_temp, l.short_temp_bytes, a.out + nb,
-                                           a.caps + nb, a.decoded_sizes + nb, a.rans_errors + nb, stream);
-            });
-        !st) {
-      return st;
-    }
+    const auto batch = [&](int i, cudaStream_t on) -> Status {
+      if (i == 1) {
+        return rans_decompress_async(reinterpret_cast<const void* const*>(a.in), a.sizes, lit_max, l.blocks,
+                                     t + l.lit_temp, l.lit_temp_bytes, a.out, a.caps, a.decoded_sizes, a.rans_errors,
+                                     on);
+      }
+      return rans_decompress_async(reinterpret_cast<const void* const*>(a.in + nb), a.sizes + nb,
+                                   lzr::short_stream_capacity(static_cast<std::uint32_t>(lit_max)), nb * kShort,
+                                   t + l.short_temp, l.short_temp_bytes, a.out + nb, a.caps + nb,
+                                   a.decoded_sizes + nb, a.rans_errors + nb, on);
+    };
+    if (Status st = fan_out(s, 2, batch); !st) return st;
     lzr_rebuild_kernel<<<static_cast<unsigned>(blocks_for(l.blocks, kItemWarps)), kItemThreads, 0, s>>>(a);
   }
   lzr_finish_kernel<<<static_cast<unsigned>(blocks_for(num_items, kItemWarps)), kItemThreads, 0, s>>>(a);
