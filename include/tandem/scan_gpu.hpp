@@ -82,13 +82,15 @@ struct DeviceScanOptions {
   // frame's content size (its compressed size where absent). 0: every input
   // that needs a decoder goes to the CPU (stored data and zstd raw and RLE
   // blocks stay on the device's copy kernel); UINT64_MAX: none does (the
-  // device takes all it can). Either way the result is the same. The
-  // default, 16 KiB, was the fastest of 0, 16 KiB, 64 KiB, 256 KiB, 1 MiB
-  // and none on 520 package archives on an H200 with 16 host threads
+  // device takes all it can). Either way the result is the same. 16 KiB
+  // was the fastest of 0, 16 KiB, 64 KiB, 256 KiB, 1 MiB and none on 520
+  // package archives on an H200 with 16 host threads
   // (docs/benchmarks/2026-11-28-h200-scan-split.md), and again, with 32
   // KiB as fast, after the device and host work since
-  // (docs/benchmarks/2026-11-28-h200-scan-host.md).
-  static constexpr std::uint64_t kDefaultCpuBlockBytes = 16u << 10;
+  // (docs/benchmarks/2026-11-28-h200-scan-host.md). Since the CPU pool's
+  // outputs go up as they finish, 32 KiB (the default) has been the
+  // fastest (docs/benchmarks/2026-11-28-h200-scan-overlap.md).
+  static constexpr std::uint64_t kDefaultCpuBlockBytes = 32u << 10;
   std::uint64_t cpu_block_bytes = kDefaultCpuBlockBytes;
 };
 
