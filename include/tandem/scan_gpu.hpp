@@ -88,8 +88,9 @@ struct DeviceScanOptions {
   // (docs/benchmarks/2026-11-28-h200-scan-split.md), and again, with 32
   // KiB as fast, after the device and host work since
   // (docs/benchmarks/2026-11-28-h200-scan-host.md). Since the CPU pool's
-  // outputs go up as they finish, 32 KiB (the default) has been the
-  // fastest (docs/benchmarks/2026-11-28-h200-scan-overlap.md).
+  // outputs go up as they finish, 32 KiB (the default) has been at least as
+  // fast as 16 KiB in each run, though within the runs' noise (about 10%:
+  // docs/benchmarks/2026-11-28-h200-scan-overlap.md).
   static constexpr std::uint64_t kDefaultCpuBlockBytes = 32u << 10;
   std::uint64_t cpu_block_bytes = kDefaultCpuBlockBytes;
 };
