@@ -1,7 +1,7 @@
 // The batched lzr calls of tandem/lzr.hpp on the device: every step on the
 // caller's stream, one after another, with no host round trip (but for the
-// literal streams' rANS, on a side stream that the caller's waits for). The warp
-// bodies are gpu/lzr_body.hpp's and the LZ4 encoder's (prime, find), which
+// rANS batches, which run at once on side streams that the caller's stream
+// then waits for; fan_out). The warp bodies are gpu/lzr_body.hpp's and the LZ4 encoder's (prime, find), which
 // the CPU codec runs through the emulation; rANS is gpu/rans_gpu.hpp's.
 //
 // Compression, for B-byte blocks (each item cut into blocks, every item
@@ -12,8 +12,9 @@
 //   find       a warp per segment (taken from a counter): lz4k::find_segment,
 //              then count_segment
 //   scatter    a warp per segment: scatter_segment, the block's stream lengths
-//   rANS       rans_compress_async on the literal streams (on a side
-//              stream) beside the others
+//   rANS       rans_compress_async on the literal streams and, beside it,
+//              on the short streams in kShortParts batches, each batch on a
+//              stream of its own
 //   plan       a warp per item: raw or coded per stream, block sizes, a
 //              prefix sum over its blocks, the frame's size; the header and
 //              directory when it fits
@@ -51,17 +52,17 @@ constexpr int kItemThreads = kItemWarps * kWarpThreads;
 // table in dynamic shared memory. The warps a multiprocessor keeps are
 // limited by the tables: 14 a block (112 KiB, plus the 1 KiB the device
 // keeps for each block) lets two blocks fill the 228 KiB of an H100's or
-// H200's multiprocessor, 28 warps, where 3 a block kept 27. Fewer warps
-// leave more of the multiprocessor's memory to its L1 cache, but that pays
-// less than the warps do: later, three rounds (us a call), 10 warps a block
-// (20 an SM) 1678 / 1666 / 1668, 12 (24) 1598 / 1580 / 1591, 13 (26) 1626 /
-// 1608 / 1622, 14 (28) 1542 / 1519 / 1532, 28 (28) 1517 / 1536 / 1528. On the H200,
+// H200's multiprocessor, 28 warps, where 3 a block kept 27. On the H200,
 // silesia7 in 128 KiB blocks, three rounds (us a call, with lzr's early
-// loads, LzrFind): segments from the counter with 3 warps a block 1805 /
-// 1801 / 1798, 7 warps 1691 / 1689 / 1684, 14 warps 1678 / 1677 / 1673,
-// 28 warps 1678 / 1670 / 1663 (one block an SM, 225 KiB: more than some
-// devices allow a block); before, without the early loads, a warp a
-// segment in a grid of 3-warp blocks, 1787 / 1779 / 1772.
+// loads): segments from the counter with 3 warps a block 1805 / 1801 /
+// 1798, 7 warps 1691 / 1689 / 1684, 14 warps 1678 / 1677 / 1673, 28 warps
+// 1678 / 1670 / 1663 (one block an SM, 225 KiB: more than some devices
+// allow a block); before, without the early loads, a warp a segment in a
+// grid of 3-warp blocks, 1787 / 1779 / 1772. Fewer warps leave more of the
+// multiprocessor's memory to its L1 cache, but that pays less than the
+// warps do: later, 10 warps a block (20 an SM) 1678 / 1666 / 1668, 12 (24)
+// 1598 / 1580 / 1591, 13 (26) 1626 / 1608 / 1622, 14 (28) 1542 / 1519 /
+// 1532, 28 (28) 1517 / 1536 / 1528.
 constexpr int kFindWarps = 14;
 constexpr std::size_t kFindShared = kFindWarps * body::kTableBytes;
 constexpr std::size_t kAlign = 256;
@@ -156,7 +157,9 @@ struct CompressLayout {
   std::size_t records = 0, sums = 0, counts = 0, primes = 0, streams = 0, lengths = 0, ptrs = 0, sizes = 0,
               rans_out = 0, rans_sizes = 0, rans_errors = 0, offsets = 0, item_ok = 0, next_segment = 0, lit_temp = 0,
               short_temp = 0;
-  std::size_t lit_temp_bytes = 0, short_temp_bytes = 0;  // each rANS batch's own: the two run at once
+  // Each rANS batch's own, as they run at once (short_temp_bytes: each
+  // part's, kShortParts of them from short_temp).
+  std::size_t lit_temp_bytes = 0, short_temp_bytes = 0;
   std::size_t total = 0;
 };
 
