@@ -66,6 +66,28 @@ inline Status launch_status() {
   return {StatusCode::device_error, cudaGetErrorString(e)};
 }
 
+// Makes `waiter` wait for the work enqueued on `stream` so far: an event
+// recorded there, destroyed at once (the wait stays enqueued). `what` names
+// the caller in a failure's reason.
+inline Status stream_waits_for(cudaStream_t waiter, cudaStream_t stream, const char* what) {
+  cudaEvent_t e = nullptr;
+  TANDEM_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), what);
+  cudaError_t r = cudaEventRecord(e, stream);
+  if (r == cudaSuccess) r = cudaStreamWaitEvent(waiter, e, 0);
+  (void)cudaEventDestroy(e);
+  TANDEM_CUDA_CHECK(r, what);
+  return {};
+}
+
+// Allows Kernel Shared bytes of dynamic shared memory (a launch may ask for
+// more than 48 KiB only so), once per process: that call's error.
+template <auto Kernel, std::size_t Shared>
+cudaError_t allow_dynamic_shared() {
+  static const cudaError_t attribute =
+      cudaFuncSetAttribute(Kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(Shared));
+  return attribute;
+}
+
 // Device (kPinned false) or pinned host memory that grows by half again when
 // it must (in whole MiB) and is otherwise reused. Never null once reserved,
 // even for an empty request.

@@ -2,8 +2,6 @@
 // and lz4_gpu_decode.hpp.
 #include <cuda_runtime.h>
 
-#include <mutex>
-
 #include "gpu/gpu_memory.cuh"
 #include "gpu/lz4_gpu_decode.hpp"
 #include "gpu/lz4_gpu_encode.hpp"
@@ -326,14 +324,9 @@ Status launch_find(const void* const* d_in_ptrs, const std::size_t* d_in_sizes, 
                    Stream stream) {
   constexpr int kWarps = find_warps(HashLog);
   constexpr std::size_t kSharedBytes = kWarps * lz4k::table_bytes(HashLog);
-  // Above 48 KiB a kernel's dynamic shared memory must be allowed once.
-  static std::once_flag once;
-  static cudaError_t attribute = cudaSuccess;
-  std::call_once(once, [] {
-    attribute = cudaFuncSetAttribute(lz4_find_kernel<HashLog>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                     static_cast<int>(kSharedBytes));
-  });
-  if (attribute != cudaSuccess) return {StatusCode::device_error, cudaGetErrorString(attribute)};
+  if (const cudaError_t e = allow_dynamic_shared<lz4_find_kernel<HashLog>, kSharedBytes>(); e != cudaSuccess) {
+    return {StatusCode::device_error, cudaGetErrorString(e)};
+  }
   const std::size_t segments = num_items * segments_per_item;
   std::size_t blocks = (segments + kWarps - 1) / kWarps;
   const std::size_t fit = resident_blocks<lz4_find_kernel<HashLog>, kWarps * 32, kSharedBytes>();
@@ -399,15 +392,7 @@ constexpr std::size_t kDecodeGatherFewMin = 8 * 1024;
 constexpr std::size_t kGatherFewWaves = 5;
 
 // The gather kernel's shared memory, above the default limit, allowed once.
-cudaError_t gather_attribute() {
-  static std::once_flag once;
-  static cudaError_t attribute = cudaSuccess;
-  std::call_once(once, [] {
-    attribute = cudaFuncSetAttribute(lz4_decode_gather_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                     static_cast<int>(sizeof(lz4k::GatherShared)));
-  });
-  return attribute;
-}
+cudaError_t gather_attribute() { return allow_dynamic_shared<lz4_decode_gather_kernel, sizeof(lz4k::GatherShared)>(); }
 
 // Whether a batch of num_items blocks of up to max_output_size bytes runs
 // the gather decoder.

@@ -89,7 +89,7 @@ constexpr int kSideStreams = static_cast<int>(kShortParts);  // the literals' ba
 // Side stream `index` of the current device's, for work beside a caller's
 // stream, made on first use and never destroyed (the runtime may be gone at
 // exit). Calls on several streams share them: what each puts there is
-// ordered by its own events (Event), so sharing only queues them.
+// ordered by its own events (stream_waits_for), so sharing only queues them.
 Status side_stream(int index, cudaStream_t* out) {
   constexpr int kDevices = 64;
   static std::mutex mutex;
@@ -104,22 +104,6 @@ Status side_stream(int index, cudaStream_t* out) {
   return {};
 }
 
-// An event of one call's, destroyed with it (the runtime releases it once
-// the work it marks is done).
-struct Event {
-  cudaEvent_t e = nullptr;
-  Event() = default;
-  Event(const Event&) = delete;
-  Event& operator=(const Event&) = delete;
-  ~Event() {
-    if (e) (void)cudaEventDestroy(e);
-  }
-  Status create() {
-    TANDEM_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), "cudaEventCreate (lzr)");
-    return {};
-  }
-};
-
 // Runs work(0, s), work(1, side 0), ..., work(n - 1, side n - 2) at once
 // (n - 1 <= kSideStreams): each side stream starts after what s holds so
 // far, and s goes on after all of them (whatever they did). Once a work
@@ -127,19 +111,14 @@ struct Event {
 template <class Work>
 Status fan_out(cudaStream_t s, int n, Work&& work) {
   cudaStream_t on[kSideStreams + 1] = {s};
-  Event fork, join[kSideStreams];
-  if (Status st = fork.create(); !st) return st;
-  TANDEM_CUDA_CHECK(cudaEventRecord(fork.e, s), "cudaEventRecord");
   for (int i = 1; i < n; ++i) {
     if (Status st = side_stream(i - 1, &on[i]); !st) return st;
-    if (Status st = join[i - 1].create(); !st) return st;
-    TANDEM_CUDA_CHECK(cudaStreamWaitEvent(on[i], fork.e, 0), "cudaStreamWaitEvent");
+    if (Status st = stream_waits_for(on[i], s, "lzr side stream"); !st) return st;
   }
   Status done;
   for (int i = n - 1; i >= 0 && done; --i) done = work(i, on[i]);
   for (int i = 1; i < n; ++i) {
-    TANDEM_CUDA_CHECK(cudaEventRecord(join[i - 1].e, on[i]), "cudaEventRecord");
-    TANDEM_CUDA_CHECK(cudaStreamWaitEvent(s, join[i - 1].e, 0), "cudaStreamWaitEvent");
+    if (Status st = stream_waits_for(s, on[i], "lzr side stream"); !st) return st;
   }
   return done;
 }
@@ -721,14 +700,9 @@ Status lzr_compress_async(const void* const* d_in_ptrs, const std::size_t* d_in_
       lzr_prime_kernel<<<static_cast<unsigned>(l.blocks * groups), body::LzrFind::kPrimeWarps * 32, 0, s>>>(a, groups);
     }
     const std::size_t seg_slots = l.blocks * l.segs;
-    // Above 48 KiB a kernel's dynamic shared memory must be allowed once.
-    static std::once_flag once;
-    static cudaError_t attribute = cudaSuccess;
-    std::call_once(once, [] {
-      attribute = cudaFuncSetAttribute(lzr_find_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                       static_cast<int>(kFindShared));
-    });
-    if (attribute != cudaSuccess) return {StatusCode::device_error, cudaGetErrorString(attribute)};
+    if (const cudaError_t e = allow_dynamic_shared<lzr_find_kernel, kFindShared>(); e != cudaSuccess) {
+      return {StatusCode::device_error, cudaGetErrorString(e)};
+    }
     std::size_t find_blocks = blocks_for(seg_slots, kFindWarps);
     const std::size_t fit = resident_blocks<lzr_find_kernel, kFindWarps * 32, kFindShared>();
     if (fit > 0 && find_blocks > fit) find_blocks = fit;

@@ -447,12 +447,7 @@ class CudaScanDevice final : public ScanDevice {
     auto made = std::make_unique<CudaScanDevice>(reinterpret_cast<Stream>(side));
     made->owns_stream_ = true;
     made->device_ = device_;
-    cudaEvent_t ready = nullptr;
-    TANDEM_CUDA_CHECK(cudaEventCreateWithFlags(&ready, cudaEventDisableTiming), "cudaEventCreate (scan uploader)");
-    cudaError_t e = cudaEventRecord(ready, stream_);
-    if (e == cudaSuccess) e = cudaStreamWaitEvent(side, ready, 0);
-    (void)cudaEventDestroy(ready);  // its wait stays enqueued
-    TANDEM_CUDA_CHECK(e, "scan uploader");
+    if (Status s = stream_waits_for(side, stream_, "scan uploader"); !s) return s;
     *out = std::move(made);
     return {};
   }
