@@ -7,11 +7,13 @@
 // Compression, for B-byte blocks (each item cut into blocks, every item
 // given ceil(max_item_size / B) block slots; slots past an item's end are
 // empty):
-//   setup      a thread a block slot: its length, its streams' buffers
-//   prime      lz4k::prime_group, a thread block per group of 16 segments
-//   find       a warp per segment (taken from a counter): lz4k::find_segment,
-//              then count_segment
-//   scatter    a warp per segment: scatter_segment, the block's stream lengths
+//   prime      lz4k::prime_group, a thread block per group of 16 segments;
+//              the first group's block sets its slot up (its streams'
+//              buffers; a setup kernel does this for blocks of one segment)
+//   find       a warp per unit, taken from a counter: first each segment's
+//              lz4k::find_segment and count_segment, then each segment's
+//              scatter_segment (once its block is found: the warps left
+//              without segments scatter while the last ones are found)
 //   rANS       rans_compress_async on the literal streams and, beside it,
 //              on the short streams in kShortParts batches, each batch on a
 //              stream of its own
@@ -65,6 +67,16 @@ constexpr int kItemThreads = kItemWarps * kWarpThreads;
 // 1532, 28 (28) 1517 / 1536 / 1528.
 constexpr int kFindWarps = 14;
 constexpr std::size_t kFindShared = kFindWarps * body::kTableBytes;
+// Whether the find kernel's warps scatter too, once they run out of
+// segments to find (lzr_find_kernel), or a kernel of its own follows. On
+// the H200, silesia7 in 128 KiB blocks, three rounds (us a call): a kernel
+// of its own 1522 / 1531 / 1510, in the find kernel 1474 / 1456 / 1462.
+// There a warp finds some 2.7 segments, each taking 320 us on average
+// (500 at most): the last segments are taken 660 us into the kernel and
+// found 410 us later, and the scatter fills that time. (Taking the
+// segments longest first, in an order measured in an earlier call, moved
+// the end of the kernel by 8 us: not worth predicting.)
+constexpr bool kScatterInFind = true;
 constexpr std::size_t kAlign = 256;
 constexpr std::uint32_t kShort = lzr::kStreams - 1;  // the streams after the literals
 constexpr std::size_t kMaxGrid = 0x7fffffff;
@@ -82,9 +94,15 @@ std::size_t blocks_for(std::size_t threads, int per_block) {
 // own on its own stream (beside the literals' on another). On the H200,
 // silesia7 in 128 KiB blocks, four rounds (us a call): 1 part 1538 / 1539
 // / 1546 / 1543, 2 parts 1527 / 1520 / 1539 / 1527, 3 parts 1540 / 1542 /
-// 1548 / 1544, 4 parts 1514 / 1513 / 1531 / 1521.
+// 1548 / 1544, 4 parts 1514 / 1513 / 1531 / 1521. Later (with the scatter
+// in the find kernel), four rounds: 3 parts 1468 / 1470 / 1462 / 1464,
+// 4 parts 1470 / 1465 / 1462 / 1460.
 constexpr std::size_t kShortParts = 4;
-constexpr int kSideStreams = static_cast<int>(kShortParts);  // the literals' batch, the short parts but one
+// The literal streams' batch in this many parts, the same way. On the
+// H200, silesia7 in 128 KiB blocks (us a call, with the short streams in
+// four parts): 1 part 1492 / 1468 / 1483, 2 parts 1490 / 1485 / 1485.
+constexpr std::size_t kLitParts = 1;
+constexpr int kSideStreams = static_cast<int>(kShortParts + kLitParts) - 1;  // every part but one
 
 // Side stream `index` of the current device's, for work beside a caller's
 // stream, made on first use and never destroyed (the runtime may be gone at
@@ -134,10 +152,10 @@ struct CompressLayout {
   std::size_t blocks = 0;         // block slots
   std::size_t lit_out_cap = 0, short_out_cap = 0;  // rANS output room per stream
   std::size_t records = 0, sums = 0, counts = 0, primes = 0, streams = 0, lengths = 0, ptrs = 0, sizes = 0,
-              rans_out = 0, rans_sizes = 0, rans_errors = 0, offsets = 0, item_ok = 0, next_segment = 0, lit_temp = 0,
+              rans_out = 0, rans_sizes = 0, rans_errors = 0, offsets = 0, item_ok = 0, found = 0, next_segment = 0, lit_temp = 0,
               short_temp = 0;
-  // Each rANS batch's own, as they run at once (short_temp_bytes: each
-  // part's, kShortParts of them from short_temp).
+  // Each rANS batch's own, as they run at once (each part's: kLitParts
+  // of them from lit_temp, kShortParts from short_temp).
   std::size_t lit_temp_bytes = 0, short_temp_bytes = 0;
   std::size_t total = 0;
 };
@@ -146,8 +164,9 @@ struct CompressLayout {
 struct Part {
   std::size_t first, count;
 };
-Part short_part(std::size_t n, std::size_t p) {
-  const std::size_t base = n / kShortParts, rest = n % kShortParts;
+template <std::size_t kParts>
+Part part_of(std::size_t n, std::size_t p) {
+  const std::size_t base = n / kParts, rest = n % kParts;
   return {p * base + (p < rest ? p : rest), base + (p < rest ? 1 : 0)};
 }
 
@@ -167,13 +186,19 @@ Status compress_layout(std::size_t n, std::size_t max_item_size, const lzr::Para
   l->lit_out_cap = rans::max_encoded_size(l->block_size, rp);
   l->short_out_cap = rans::max_encoded_size(l->short_cap, rp);
   if (l->blocks > 0) {
-    if (Status s = rans_compress_temp_size(l->blocks, l->block_size, rp, &l->lit_temp_bytes); !s) return s;
-    if (Status s = rans_compress_temp_size(short_part(l->blocks * kShort, 0).count, l->short_cap, rp,
+    if (Status s = rans_compress_temp_size(part_of<kLitParts>(l->blocks, 0).count, l->block_size, rp,
+                                           &l->lit_temp_bytes);
+        !s) {
+      return s;
+    }
+    if (Status s = rans_compress_temp_size(part_of<kShortParts>(l->blocks * kShort, 0).count, l->short_cap, rp,
                                            &l->short_temp_bytes);
         !s) {
       return s;
     }
-    l->short_temp_bytes = (l->short_temp_bytes + kAlign - 1) / kAlign * kAlign;  // each part's aligned
+    // each part's aligned
+    l->lit_temp_bytes = (l->lit_temp_bytes + kAlign - 1) / kAlign * kAlign;
+    l->short_temp_bytes = (l->short_temp_bytes + kAlign - 1) / kAlign * kAlign;
   }
   const std::size_t seg_slots = l->blocks * l->segs;
   TempCarver carve(kAlign);
@@ -190,8 +215,9 @@ Status compress_layout(std::size_t n, std::size_t max_item_size, const lzr::Para
   l->rans_errors = carve.take(l->blocks * lzr::kStreams * sizeof(rans::Error));
   l->offsets = carve.take(l->blocks * sizeof(std::uint64_t));
   l->item_ok = carve.take(n * sizeof(std::uint32_t));
+  l->found = carve.take(l->blocks * sizeof(std::uint32_t));
   l->next_segment = carve.take(sizeof(unsigned long long));
-  l->lit_temp = carve.take(l->lit_temp_bytes);
+  l->lit_temp = carve.take(kLitParts * l->lit_temp_bytes);
   l->short_temp = carve.take(kShortParts * l->short_temp_bytes);
   l->total = carve.size();
   return {};
@@ -228,7 +254,8 @@ struct CompressArgs {
   rans::Error* short_errors;
   std::uint64_t* offsets;        // [blocks]: where each block goes in its frame
   std::uint32_t* item_ok;        // [n]: 1 when the item's frame is written
-  unsigned long long* next_segment;  // the find kernel's counter (zeroed by the setup kernel)
+  std::uint32_t* found;          // [blocks]: the block's segments the find kernel is done with (zeroed by setup)
+  unsigned long long* next_segment;  // the find kernel's counter (zeroed by setup_slot)
 };
 
 __device__ __forceinline__ bool item_valid(const CompressArgs& a, std::size_t item) {
@@ -255,10 +282,11 @@ __device__ __forceinline__ std::uint8_t* slot_stream(const CompressArgs& a, std:
   return k == lzr::kLiterals ? base : base + a.block_size + std::size_t{k - 1} * a.short_cap;
 }
 
-__global__ void __launch_bounds__(256) lzr_setup_kernel(CompressArgs a) {
-  const std::size_t b = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+// Block slot b's facts for the later steps: its find count cleared, its
+// streams' places; slot 0 clears the find kernel's counter too.
+__device__ __forceinline__ void setup_slot(const CompressArgs& a, std::size_t b) {
   if (b == 0) *a.next_segment = 0;
-  if (b >= a.blocks) return;
+  a.found[b] = 0;
   a.lit_in[b] = slot_stream(a, b, lzr::kLiterals);
   a.lit_out[b] = a.rans_out + b * (a.lit_out_cap + kShort * a.short_out_cap);
   a.lit_sizes[b] = 0;
@@ -271,11 +299,21 @@ __global__ void __launch_bounds__(256) lzr_setup_kernel(CompressArgs a) {
   }
 }
 
+// A thread a block slot: setup_slot (for batches whose blocks are of one
+// segment; the prime kernel does it otherwise).
+__global__ void __launch_bounds__(256) lzr_setup_kernel(CompressArgs a) {
+  const std::size_t b = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (b < a.blocks) setup_slot(a, b);
+}
+
 // Groups of LzrFind::kPrimeGroup segments per block slot.
 __global__ void __launch_bounds__(body::LzrFind::kPrimeWarps * 32) lzr_prime_kernel(CompressArgs a, std::uint32_t groups) {
   __shared__ std::uint32_t running[body::kPrimeEntries];
   const std::size_t b = blockIdx.x / groups;
   const std::uint32_t group = blockIdx.x % groups;
+  // The slot's setup, in place of a kernel of its own: nothing reads what
+  // it writes before the find kernel.
+  if (group == 0 && threadIdx.x == 0) setup_slot(a, b);
   const std::uint32_t n = slot_length(a, b);
   const std::uint32_t segments = static_cast<std::uint32_t>(lz4k::segment_count(n));
   if (segments <= 1 || group >= lz4k::prime_group_count<body::LzrFind>(segments)) return;  // the same for the whole block
@@ -283,35 +321,10 @@ __global__ void __launch_bounds__(body::LzrFind::kPrimeWarps * 32) lzr_prime_ker
                                    a.primes + b * a.segs * body::kPrimeEntries);
 }
 
-// As many warps as the device keeps resident; each takes the next segment
-// slot from the counter when it is done with one (as the LZ4 encoder's find
-// kernel), so that no thread block holds its shared memory for one slow warp.
-__global__ void __launch_bounds__(kFindWarps * 32) lzr_find_kernel(CompressArgs a) {
-  // 16-byte aligned: the find step clears its table 16 bytes at a time.
-  extern __shared__ uint4 find_tables[];
-  auto* table = reinterpret_cast<std::uint16_t*>(reinterpret_cast<std::uint8_t*>(find_tables) +
-                                                 threadIdx.x / 32 * body::kTableBytes);
-  const std::size_t slots = a.blocks * a.segs;
-  const simt::Warp w;
-  for (;;) {
-    unsigned long long taken = 0;
-    if (lane_id() == 0) taken = atomicAdd(a.next_segment, 1ull);
-    const std::size_t slot = __shfl_sync(0xffffffffu, taken, 0);
-    if (slot >= slots) return;
-    const std::size_t b = slot / a.segs;
-    const std::uint32_t s = static_cast<std::uint32_t>(slot % a.segs);
-    const std::uint32_t n = slot_length(a, b);
-    if (s >= lz4k::segment_count(n)) continue;
-    lz4k::SeqRecord* recs = a.records + slot * body::kMaxSegmentRecords;
-    lz4k::find_segment<body::LzrFind>(w, slot_input(a, b), n, s, a.primes + b * a.segs * body::kPrimeEntries, table,
-                                      recs, a.sums + slot);
-    body::count_segment(w, recs, a.sums[slot].count, a.counts + slot);
-  }
-}
-
-__global__ void __launch_bounds__(kItemThreads) lzr_scatter_kernel(CompressArgs a) {
-  const std::size_t slot = warp_index();
-  if (slot >= a.blocks * a.segs) return;
+// Step 3 for segment slot `slot`, by one warp, once every segment of its
+// block has been found: the segment's share of the block's streams, and the
+// block's stream lengths from its last segment.
+__device__ __forceinline__ void scatter_slot(const CompressArgs& a, std::size_t slot) {
   const std::size_t b = slot / a.segs;
   const std::uint32_t s = static_cast<std::uint32_t>(slot % a.segs);
   const std::uint32_t n = slot_length(a, b);
@@ -328,6 +341,66 @@ __global__ void __launch_bounds__(kItemThreads) lzr_scatter_kernel(CompressArgs 
     if (l == 0) a.lit_sizes[b] = lengths[0];
     if (l >= 1 && l < static_cast<int>(lzr::kStreams)) a.short_sizes[b * kShort + l - 1] = lengths[l];
   }
+}
+
+// As many warps as the device keeps resident; each takes the next unit from
+// the counter when it is done with one (as the LZ4 encoder's find kernel),
+// so that no thread block holds its shared memory for one slow warp. The
+// units are every segment slot's find step, in block order, then every
+// segment slot's scatter step: the warps that run out of segments to find
+// scatter the blocks found long before, while the last segments are still
+// being found, instead of leaving their multiprocessors idle until the
+// kernel ends. A scatter unit waits until its block's segments are all
+// found (a.found, counted by the find units); every find unit was taken
+// before any scatter unit, by a warp that waits on nothing, so the wait
+// ends.
+__global__ void __launch_bounds__(kFindWarps * 32, 2) lzr_find_kernel(CompressArgs a) {
+  // 16-byte aligned: the find step clears its table 16 bytes at a time.
+  extern __shared__ uint4 find_tables[];
+  auto* table = reinterpret_cast<std::uint16_t*>(reinterpret_cast<std::uint8_t*>(find_tables) +
+                                                 threadIdx.x / 32 * body::kTableBytes);
+  const std::size_t slots = a.blocks * a.segs;
+  const simt::Warp w;
+  const int lane = lane_id();
+  for (;;) {
+    unsigned long long taken = 0;
+    if (lane == 0) taken = atomicAdd(a.next_segment, 1ull);
+    const std::size_t unit = __shfl_sync(0xffffffffu, taken, 0);
+    const bool scatter = unit >= slots;
+    if (unit >= (kScatterInFind ? 2 * slots : slots)) return;
+    const std::size_t slot = scatter ? unit - slots : unit;
+    const std::size_t b = slot / a.segs;
+    const std::uint32_t s = static_cast<std::uint32_t>(slot % a.segs);
+    const std::uint32_t n = slot_length(a, b);
+    const std::uint32_t segments = static_cast<std::uint32_t>(lz4k::segment_count(n));
+    if (s >= segments) continue;
+    if (scatter) {
+      if (lane == 0) {
+        while (atomicAdd(a.found + b, 0u) < segments) __nanosleep(256);
+        __threadfence();  // the block's records, summaries and counts are seen after the count
+      }
+      __syncwarp();
+      scatter_slot(a, slot);
+      continue;
+    }
+    lz4k::SeqRecord* recs = a.records + slot * body::kMaxSegmentRecords;
+    lz4k::find_segment<body::LzrFind>(w, slot_input(a, b), n, s, a.primes + b * a.segs * body::kPrimeEntries, table,
+                                      recs, a.sums + slot);
+    body::count_segment(w, recs, a.sums[slot].count, a.counts + slot);
+    if (kScatterInFind) {
+      __syncwarp();
+      if (lane == 0) {
+        __threadfence();  // the segment's records, summary and counts are seen before the count
+        atomicAdd(a.found + b, 1u);
+      }
+    }
+  }
+}
+
+__global__ void __launch_bounds__(kItemThreads) lzr_scatter_kernel(CompressArgs a) {
+  const std::size_t slot = warp_index();
+  if (slot >= a.blocks * a.segs) return;
+  scatter_slot(a, slot);
 }
 
 // Stream k of block slot b: its raw bytes, its rANS coding, and which is stored.
@@ -649,7 +722,8 @@ Status lzr_compress_async(const void* const* d_in_ptrs, const std::size_t* d_in_
   if (temp_bytes < l.total || (!d_temp && l.total)) {
     return {StatusCode::invalid_argument, "temporary storage smaller than lzr_compress_temp_size"};
   }
-  if (l.blocks * l.segs / kFindWarps >= kMaxGrid || l.blocks >= kMaxGrid / 8) {
+  if (l.blocks * l.segs / kFindWarps >= kMaxGrid || l.blocks >= kMaxGrid / 8 ||
+      l.blocks * l.segs >= (std::size_t{1} << 62)) {
     return {StatusCode::invalid_argument, "too many items"};
   }
   auto* t = static_cast<std::uint8_t*>(d_temp);
@@ -690,12 +764,14 @@ Status lzr_compress_async(const void* const* d_in_ptrs, const std::size_t* d_in_
   a.short_errors = a.lit_errors + l.blocks;
   a.offsets = reinterpret_cast<std::uint64_t*>(t + l.offsets);
   a.item_ok = reinterpret_cast<std::uint32_t*>(t + l.item_ok);
+  a.found = reinterpret_cast<std::uint32_t*>(t + l.found);
   a.next_segment = reinterpret_cast<unsigned long long*>(t + l.next_segment);
   const auto s = static_cast<cudaStream_t>(stream);
 
   if (l.blocks > 0) {
-    lzr_setup_kernel<<<static_cast<unsigned>(blocks_for(l.blocks, 256)), 256, 0, s>>>(a);
-    if (l.segs > 1) {
+    if (l.segs <= 1) {
+      lzr_setup_kernel<<<static_cast<unsigned>(blocks_for(l.blocks, 256)), 256, 0, s>>>(a);
+    } else {
       const std::uint32_t groups = lz4k::prime_group_count<body::LzrFind>(l.segs);
       lzr_prime_kernel<<<static_cast<unsigned>(l.blocks * groups), body::LzrFind::kPrimeWarps * 32, 0, s>>>(a, groups);
     }
@@ -707,7 +783,9 @@ Status lzr_compress_async(const void* const* d_in_ptrs, const std::size_t* d_in_
     const std::size_t fit = resident_blocks<lzr_find_kernel, kFindWarps * 32, kFindShared>();
     if (fit > 0 && find_blocks > fit) find_blocks = fit;
     lzr_find_kernel<<<static_cast<unsigned>(find_blocks), kFindWarps * 32, kFindShared, s>>>(a);
-    lzr_scatter_kernel<<<static_cast<unsigned>(blocks_for(seg_slots, kItemWarps)), kItemThreads, 0, s>>>(a);
+    if (!kScatterInFind) {
+      lzr_scatter_kernel<<<static_cast<unsigned>(blocks_for(seg_slots, kItemWarps)), kItemThreads, 0, s>>>(a);
+    }
     if (Status st = launch_status(); !st) return st;
     // The rANS batches need only the scatter's streams, not each other:
     // the literals' runs on a side stream beside the short streams' (in
@@ -721,19 +799,23 @@ Status lzr_compress_async(const void* const* d_in_ptrs, const std::size_t* d_in_
     // 2243.
     const rans::Params rp{};
     const auto batch = [&](int i, cudaStream_t on) -> Status {
-      if (i == static_cast<int>(kShortParts)) {
-        return rans_compress_async(reinterpret_cast<const void* const*>(a.lit_in), a.lit_sizes, l.block_size,
-                                   l.blocks, rp, t + l.lit_temp, l.lit_temp_bytes,
-                                   reinterpret_cast<void* const*>(a.lit_out), nullptr, a.lit_coded, a.lit_errors, on);
+      if (i >= static_cast<int>(kShortParts)) {
+        const std::size_t k = static_cast<std::size_t>(i) - kShortParts;
+        const Part p = part_of<kLitParts>(l.blocks, k);
+        if (p.count == 0) return {};
+        return rans_compress_async(reinterpret_cast<const void* const*>(a.lit_in + p.first), a.lit_sizes + p.first,
+                                   l.block_size, p.count, rp, t + l.lit_temp + k * l.lit_temp_bytes,
+                                   l.lit_temp_bytes, reinterpret_cast<void* const*>(a.lit_out + p.first), nullptr,
+                                   a.lit_coded + p.first, a.lit_errors + p.first, on);
       }
-      const Part p = short_part(l.blocks * kShort, static_cast<std::size_t>(i));
+      const Part p = part_of<kShortParts>(l.blocks * kShort, static_cast<std::size_t>(i));
       if (p.count == 0) return {};
       return rans_compress_async(reinterpret_cast<const void* const*>(a.short_in + p.first), a.short_sizes + p.first,
                                  l.short_cap, p.count, rp, t + l.short_temp + i * l.short_temp_bytes,
                                  l.short_temp_bytes, reinterpret_cast<void* const*>(a.short_out + p.first), nullptr,
                                  a.short_coded + p.first, a.short_errors + p.first, on);
     };
-    if (Status st = fan_out(s, static_cast<int>(kShortParts) + 1, batch); !st) return st;
+    if (Status st = fan_out(s, static_cast<int>(kShortParts + kLitParts), batch); !st) return st;
   }
   lzr_plan_kernel<<<static_cast<unsigned>(blocks_for(num_items, kItemWarps)), kItemThreads, 0, s>>>(a);
   if (l.blocks > 0) lzr_copy_kernel<<<static_cast<unsigned>(l.blocks), kCopyThreads, 0, s>>>(a);
