@@ -4,11 +4,11 @@
 // Compression, per batch:
 //   setup      one thread block, a thread per item: checks it, counts its
 //              histogram tiles and chunk groups (or marks it as one
-//              chunk), clears the counters of the items with tiles, and the
-//              counts' prefix sums: the work lists the
+//              chunk), and the counts' prefix sums: the work lists the
 //              next kernels walk
 //   histogram  thread blocks over (item, 64 KiB tile): shared-memory counts
-//              in a column per lane, added to the item's 256 counters; with
+//              in a column per lane, the tile's 256 counts stored (the table
+//              kernel adds up an item's tiles, so nothing is cleared); with
 //              chunks of at most kHistWarpMaxChunk, the items of one chunk
 //              come after the tiles instead, kHistWarps a unit, a warp each
 //              (rans_body.hpp's count_bytes)
@@ -177,9 +177,12 @@ std::uint32_t chunks_per_item(std::size_t max_size, std::uint32_t chunk_size) {
 
 // --------------------------------------------------------- compression ----
 
+// Histogram tiles an item of up to max_size bytes has at most (one at least).
+std::size_t hist_tiles(std::size_t max_size) { return std::max<std::size_t>(1, (max_size + kHistTile - 1) / kHistTile); }
+
 struct CompressLayout {
   std::uint32_t max_chunks = 0;
-  std::size_t counts = 0, enc = 0, info = 0, hist_units = 0, chunk_units = 0, single_items = 0, meta = 0, offsets = 0,
+  std::size_t counts = 0, tile_counts = 0, enc = 0, info = 0, hist_units = 0, chunk_units = 0, single_items = 0, meta = 0, offsets = 0,
               states = 0,
               words = 0, total = 0;
 };
@@ -193,6 +196,7 @@ Status compress_layout(std::size_t n, std::size_t max_item_size, const rans::Par
   TempCarver carve(kAlign);
   const auto take = [&](std::size_t bytes) { return carve.take(bytes); };
   l->counts = take(n * 256 * sizeof(std::uint32_t));
+  l->tile_counts = take(n * hist_tiles(max_item_size) * 256 * sizeof(std::uint32_t));
   l->enc = take(n * 256 * sizeof(body::EncSym));
   l->info = take(n * sizeof(ItemInfo));
   l->hist_units = take(2 * (n + 1) * sizeof(std::uint32_t));  // counts, then their prefix
@@ -218,7 +222,8 @@ struct CompressArgs {
   std::uint32_t scale_bits, chunk_size, lanes, max_chunks;
   bool hist_by_warp;  // the items of one chunk take the histogram's warp path (chunk_size <= kHistWarpMaxChunk)
   std::uint32_t enc_warps;  // the encode kernel's warps a block: chunks a unit, single items a unit
-  std::uint32_t* counts;
+  std::uint32_t* counts;        // per item of the histogram's warp path: its 256 counts
+  std::uint32_t* tile_counts;   // per tile (the histogram's units before the warp path's): its 256 counts
   body::EncSym* enc;
   ItemInfo* info;
   std::uint32_t* hist_units;   // [n + 1], then its prefix [n + 1] (none for the items of the warp path)
@@ -241,11 +246,6 @@ __device__ std::size_t capacity_of(const CompressArgs& a, std::size_t i) {
 // setup kernel and two device-wide scans).
 __global__ void __launch_bounds__(kScanThreads) rans_compress_setup_kernel(CompressArgs a) {
   __shared__ UnitScan::TempStorage scan_storage;
-  // The round's items whose counters the tiles add to: cleared below, a
-  // warp an item (a thread an item would store 1 KiB strides apart, 32
-  // lines an instruction: the rANS encode of silesia7 in 64 KiB segments
-  // fell from 346 to 260 GB/s that way).
-  __shared__ bool clear[kScanThreads];
   const std::size_t n1 = a.n + 1;
   std::uint32_t hist_carry = 0, chunk_carry = 0, single_carry = 0;
   for (std::size_t first = 0; first < n1; first += kScanThreads) {
@@ -271,7 +271,6 @@ __global__ void __launch_bounds__(kScanThreads) rans_compress_setup_kernel(Compr
       chunk_units = ok && info.chunk_count > 1 ? (info.chunk_count + a.enc_warps - 1) / a.enc_warps : 0;
       single = ok && info.chunk_count == 1 ? 1 : 0;
     }
-    clear[threadIdx.x] = hist_units > 0;
     if (i < n1) {
       a.hist_units[i] = hist_units;
       a.chunk_units[i] = chunk_units;
@@ -280,15 +279,6 @@ __global__ void __launch_bounds__(kScanThreads) rans_compress_setup_kernel(Compr
     hist_carry = scan_round(scan_storage, hist_units, hist_carry, first, n1, a.hist_units + n1);
     chunk_carry = scan_round(scan_storage, chunk_units, chunk_carry, first, n1, a.chunk_units + n1);
     single_carry = scan_round(scan_storage, single, single_carry, first, n1, a.single_items + n1);
-    // (scan_round's barriers order the flags' writes before these reads)
-    const int lane = lane_id();
-    for (int k = static_cast<int>(threadIdx.x) / kWarpThreads; k < kScanThreads; k += kScanThreads / kWarpThreads) {
-      if (!clear[k]) continue;
-      auto* c = reinterpret_cast<uint4*>(a.counts + (first + static_cast<std::size_t>(k)) * 256);
-      c[lane] = make_uint4(0, 0, 0, 0);
-      c[lane + kWarpThreads] = make_uint4(0, 0, 0, 0);
-    }
-    __syncthreads();  // the flags are read before the next round writes them
   }
 }
 
@@ -368,7 +358,7 @@ __global__ void __launch_bounds__(kHistThreads) rans_histogram_kernel(CompressAr
       std::uint32_t c = 0;
 #pragma unroll 8
       for (std::uint32_t j = 0; j < kWarpThreads; ++j) c += hist[s * kWarpThreads + ((j + s) & (kWarpThreads - 1))];
-      if (c) atomicAdd(&a.counts[i * 256 + s], c);
+      a.tile_counts[static_cast<std::size_t>(u) * 256 + s] = c;
     }
     __syncthreads();
   }
@@ -377,6 +367,7 @@ __global__ void __launch_bounds__(kHistThreads) rans_histogram_kernel(CompressAr
 
 __global__ void __launch_bounds__(kItemThreads) rans_table_kernel(CompressArgs a) {
   __shared__ std::uint32_t freq_all[kItemWarps][256];
+  __shared__ std::uint32_t sum_all[kItemWarps][256];
   __shared__ std::uint32_t scratch_all[kItemWarps][body::kTableScratchWords];
   const std::size_t i = warp_index();
   if (i >= a.n) return;
@@ -401,7 +392,20 @@ __global__ void __launch_bounds__(kItemThreads) rans_table_kernel(CompressArgs a
     }
     info.head = rans::kHeaderBytes;
   } else {
-    body::normalize(w, a.counts + i * 256, info.length, a.scale_bits, freq);
+    // The item's counts: its tiles' added up, or the warp path's.
+    const std::uint32_t* prefix = a.hist_units + a.n + 1;
+    const std::uint32_t* counts = a.counts + i * 256;
+    if (prefix[i + 1] > prefix[i]) {
+      std::uint32_t* sum = sum_all[threadIdx.x / kWarpThreads];
+      for (std::uint32_t s = static_cast<std::uint32_t>(lane_id()); s < 256; s += kWarpThreads) {
+        std::uint32_t c = 0;
+        for (std::uint32_t u = prefix[i]; u < prefix[i + 1]; ++u) c += a.tile_counts[static_cast<std::size_t>(u) * 256 + s];
+        sum[s] = c;
+      }
+      __syncwarp();
+      counts = sum;
+    }
+    body::normalize(w, counts, info.length, a.scale_bits, freq);
     __syncwarp();
     const body::TableCode code = body::best_table_code(w, freq);
     h.table_bytes = code.bytes;
@@ -885,6 +889,7 @@ Status rans_compress_async(const void* const* d_in_ptrs, const std::size_t* d_in
                     ? kWideEncWarps
                     : kEncWarps;
   a.counts = reinterpret_cast<std::uint32_t*>(t + l.counts);
+  a.tile_counts = reinterpret_cast<std::uint32_t*>(t + l.tile_counts);
   a.enc = reinterpret_cast<body::EncSym*>(t + l.enc);
   a.info = reinterpret_cast<ItemInfo*>(t + l.info);
   a.hist_units = reinterpret_cast<std::uint32_t*>(t + l.hist_units);
@@ -896,14 +901,14 @@ Status rans_compress_async(const void* const* d_in_ptrs, const std::size_t* d_in
   a.words = reinterpret_cast<std::uint16_t*>(t + l.words);
   const auto s = static_cast<cudaStream_t>(stream);
 
-  // The tiles add to their item's counters, which the setup kernel clears
-  // (for the items that have tiles: the warp path stores all 256 of its
-  // item's). Before, a memset of every item's counters ahead of the setup
-  // kernel: lzr's call (five batches, silesia7 in 128 KiB blocks, H200)
-  // took 1470-1476 us against 1456-1466 without.
+  // Every tile stores its counts and every item of the warp path its own:
+  // nothing to clear. (Before, the tiles added to their item's counters,
+  // cleared by a memset of every item's ahead of the setup kernel: lzr's
+  // call, five batches on silesia7 in 128 KiB blocks on the H200, took
+  // 1470-1476 us with it against 1456-1466 without.)
   const bool all_by_warp = a.hist_by_warp && l.max_chunks == 1;
   rans_compress_setup_kernel<<<1, kScanThreads, 0, s>>>(a);
-  const std::size_t tiles = num_items * std::max<std::size_t>(1, (max_item_size + kHistTile - 1) / kHistTile);
+  const std::size_t tiles = num_items * hist_tiles(max_item_size);
   // Units of the histogram: no more than the tiles (an item of the warp
   // path had one); (num_items + kHistWarps - 1) / kHistWarps when every item
   // takes the warp path.
