@@ -67,16 +67,6 @@ constexpr int kItemThreads = kItemWarps * kWarpThreads;
 // 1532, 28 (28) 1517 / 1536 / 1528.
 constexpr int kFindWarps = 14;
 constexpr std::size_t kFindShared = kFindWarps * body::kTableBytes;
-// Whether the find kernel's warps scatter too, once they run out of
-// segments to find (lzr_find_kernel), or a kernel of its own follows. On
-// the H200, silesia7 in 128 KiB blocks, three rounds (us a call): a kernel
-// of its own 1522 / 1531 / 1510, in the find kernel 1474 / 1456 / 1462.
-// There a warp finds some 2.7 segments, each taking 320 us on average
-// (500 at most): the last segments are taken 660 us into the kernel and
-// found 410 us later, and the scatter fills that time. (Taking the
-// segments longest first, in an order measured in an earlier call, moved
-// the end of the kernel by 8 us: not worth predicting.)
-constexpr bool kScatterInFind = true;
 constexpr std::size_t kAlign = 256;
 constexpr std::uint32_t kShort = lzr::kStreams - 1;  // the streams after the literals
 constexpr std::size_t kMaxGrid = 0x7fffffff;
@@ -354,6 +344,14 @@ __device__ __forceinline__ void scatter_slot(const CompressArgs& a, std::size_t 
 // found (a.found, counted by the find units); every find unit was taken
 // before any scatter unit, by a warp that waits on nothing, so the wait
 // ends.
+//
+// A warp finds some 2.7 segments, each taking 320 us on average (500 at
+// most; H200, silesia7 in 128 KiB blocks): the last segments are taken 660
+// us into the kernel and found 410 us later, and the scatter fills that
+// time. Three rounds (us a call): a scatter kernel of its own after this
+// one 1522 / 1531 / 1510, the scatter in this kernel 1474 / 1456 / 1462.
+// (Taking the segments longest first, in an order measured in an earlier
+// call, moved the end of the kernel by 8 us: not worth predicting.)
 __global__ void __launch_bounds__(kFindWarps * 32, 2) lzr_find_kernel(CompressArgs a) {
   // 16-byte aligned: the find step clears its table 16 bytes at a time.
   extern __shared__ uint4 find_tables[];
@@ -367,7 +365,7 @@ __global__ void __launch_bounds__(kFindWarps * 32, 2) lzr_find_kernel(CompressAr
     if (lane == 0) taken = atomicAdd(a.next_segment, 1ull);
     const std::size_t unit = __shfl_sync(0xffffffffu, taken, 0);
     const bool scatter = unit >= slots;
-    if (unit >= (kScatterInFind ? 2 * slots : slots)) return;
+    if (unit >= 2 * slots) return;
     const std::size_t slot = scatter ? unit - slots : unit;
     const std::size_t b = slot / a.segs;
     const std::uint32_t s = static_cast<std::uint32_t>(slot % a.segs);
@@ -387,20 +385,12 @@ __global__ void __launch_bounds__(kFindWarps * 32, 2) lzr_find_kernel(CompressAr
     lz4k::find_segment<body::LzrFind>(w, slot_input(a, b), n, s, a.primes + b * a.segs * body::kPrimeEntries, table,
                                       recs, a.sums + slot);
     body::count_segment(w, recs, a.sums[slot].count, a.counts + slot);
-    if (kScatterInFind) {
-      __syncwarp();
-      if (lane == 0) {
-        __threadfence();  // the segment's records, summary and counts are seen before the count
-        atomicAdd(a.found + b, 1u);
-      }
+    __syncwarp();
+    if (lane == 0) {
+      __threadfence();  // the segment's records, summary and counts are seen before the count
+      atomicAdd(a.found + b, 1u);
     }
   }
-}
-
-__global__ void __launch_bounds__(kItemThreads) lzr_scatter_kernel(CompressArgs a) {
-  const std::size_t slot = warp_index();
-  if (slot >= a.blocks * a.segs) return;
-  scatter_slot(a, slot);
 }
 
 // Stream k of block slot b: its raw bytes, its rANS coding, and which is stored.
@@ -783,9 +773,6 @@ Status lzr_compress_async(const void* const* d_in_ptrs, const std::size_t* d_in_
     const std::size_t fit = resident_blocks<lzr_find_kernel, kFindWarps * 32, kFindShared>();
     if (fit > 0 && find_blocks > fit) find_blocks = fit;
     lzr_find_kernel<<<static_cast<unsigned>(find_blocks), kFindWarps * 32, kFindShared, s>>>(a);
-    if (!kScatterInFind) {
-      lzr_scatter_kernel<<<static_cast<unsigned>(blocks_for(seg_slots, kItemWarps)), kItemThreads, 0, s>>>(a);
-    }
     if (Status st = launch_status(); !st) return st;
     // The rANS batches need only the scatter's streams, not each other:
     // the literals' runs on a side stream beside the short streams' (in
