@@ -265,6 +265,32 @@ TEST(RansGpu, SmallItemBatchesEncodeAsTheCpuDoes) {
   }
 }
 
+// Batches with items of 4 MiB and more (64 histogram tiles and more, each
+// tile's counts added up by the table kernel) beside small and empty items:
+// the CPU's bytes.
+TEST(RansGpu, LargeItemBatchesEncodeAsTheCpuDoes) {
+  SKIP_WITHOUT_GPU();
+  const std::size_t kLimit = std::size_t{64} * 65536;
+  for (const std::size_t large : {kLimit, kLimit + 1, kLimit + 300001}) {
+    std::vector<Bytes> items;
+    items.push_back(test::text_like_bytes(large, 11));
+    items.push_back(test::mixed_bytes(large - 4097, 12));
+    items.push_back(test::text_like_bytes(70000, 13));
+    items.push_back(skewed_bytes(5000, 14));
+    items.push_back(Bytes{});
+    for (const Params& p : {Params{}, Params{64, 10, 1}}) {
+      SCOPED_TRACE(::testing::Message() << "largest item " << large << " bytes, chunk " << p.chunk_kib << " KiB");
+      const std::vector<Result> gpu = gpu_compress(items, p);
+      for (std::size_t i = 0; i < items.size(); ++i) {
+        ASSERT_EQ(gpu[i].error, Error::ok) << "item " << i << ": " << rans::error_name(gpu[i].error);
+        Bytes cpu;
+        ASSERT_TRUE(rans::encode(items[i], p, &cpu).ok());
+        ASSERT_EQ(gpu[i].bytes, cpu) << "item " << i << " of " << items[i].size() << " bytes";
+      }
+    }
+  }
+}
+
 // The CPU encoder's streams of items (with parameters p) decoded in one
 // batch on the device, into outputs of each item's size plus i % (room + 1)
 // bytes: every item back.
