@@ -785,22 +785,25 @@ Status lzr_compress_async(const void* const* d_in_ptrs, const std::size_t* d_in_
     // decompression 2314 / 2322 / 2316 / 2313 against 2260 / 2235 / 2236 /
     // 2243.
     const rans::Params rp{};
+    // The rANS items of a part: [first, first + count) of the literal
+    // streams' items followed by the short streams' (each array of them
+    // holds the literals' blocks entries, then the short streams').
+    const auto part = [&](std::size_t first, std::size_t count, std::uint32_t max_size, std::uint8_t* temp,
+                          std::size_t temp_bytes, cudaStream_t on) -> Status {
+      if (count == 0) return {};
+      return rans_compress_async(reinterpret_cast<const void* const*>(a.lit_in + first), a.lit_sizes + first,
+                                 max_size, count, rp, temp, temp_bytes, reinterpret_cast<void* const*>(a.lit_out + first),
+                                 nullptr, a.lit_coded + first, a.lit_errors + first, on);
+    };
     const auto batch = [&](int i, cudaStream_t on) -> Status {
       if (i >= static_cast<int>(kShortParts)) {
         const std::size_t k = static_cast<std::size_t>(i) - kShortParts;
         const Part p = part_of<kLitParts>(l.blocks, k);
-        if (p.count == 0) return {};
-        return rans_compress_async(reinterpret_cast<const void* const*>(a.lit_in + p.first), a.lit_sizes + p.first,
-                                   l.block_size, p.count, rp, t + l.lit_temp + k * l.lit_temp_bytes,
-                                   l.lit_temp_bytes, reinterpret_cast<void* const*>(a.lit_out + p.first), nullptr,
-                                   a.lit_coded + p.first, a.lit_errors + p.first, on);
+        return part(p.first, p.count, l.block_size, t + l.lit_temp + k * l.lit_temp_bytes, l.lit_temp_bytes, on);
       }
       const Part p = part_of<kShortParts>(l.blocks * kShort, static_cast<std::size_t>(i));
-      if (p.count == 0) return {};
-      return rans_compress_async(reinterpret_cast<const void* const*>(a.short_in + p.first), a.short_sizes + p.first,
-                                 l.short_cap, p.count, rp, t + l.short_temp + i * l.short_temp_bytes,
-                                 l.short_temp_bytes, reinterpret_cast<void* const*>(a.short_out + p.first), nullptr,
-                                 a.short_coded + p.first, a.short_errors + p.first, on);
+      return part(l.blocks + p.first, p.count, l.short_cap, t + l.short_temp + i * l.short_temp_bytes,
+                  l.short_temp_bytes, on);
     };
     if (Status st = fan_out(s, static_cast<int>(kShortParts + kLitParts), batch); !st) return st;
   }

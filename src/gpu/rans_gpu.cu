@@ -847,6 +847,18 @@ unsigned blocks_for(std::size_t threads_needed, int per_block) {
   return static_cast<unsigned>((threads_needed + per_block - 1) / per_block);
 }
 
+// The encode kernel of kWarps-warp blocks over `groups` units, with the
+// shared-memory carveout its blocks need.
+template <int kWarps>
+Status launch_encode(const CompressArgs& a, std::size_t groups, cudaStream_t s) {
+  TANDEM_CUDA_CHECK(cudaFuncSetAttribute(rans_encode_kernel<kWarps>, cudaFuncAttributePreferredSharedMemoryCarveout,
+                                         cudaSharedmemCarveoutMaxShared),
+                    "cudaFuncSetAttribute");
+  rans_encode_kernel<kWarps><<<list_blocks<rans_encode_kernel<kWarps>, kWarps * kWarpThreads>(groups),
+                               kWarps * kWarpThreads, 0, s>>>(a);
+  return {};
+}
+
 }  // namespace
 
 Status rans_compress_temp_size(std::size_t num_items, std::size_t max_item_size, const rans::Params& params,
@@ -923,28 +935,17 @@ Status rans_compress_async(const void* const* d_in_ptrs, const std::size_t* d_in
   rans_table_kernel<<<blocks_for(num_items * kWarpThreads, kItemThreads), kItemThreads, 0, s>>>(a);
   // The encode blocks' tables and rings (21.5 KiB, 43 KiB for the wide
   // blocks) fit ten blocks an SM (five wide) with the largest carveout.
+  if (Status st = a.enc_warps == static_cast<std::uint32_t>(kWideEncWarps) ? launch_encode<kWideEncWarps>(a, groups, s)
+                                                                           : launch_encode<kEncWarps>(a, groups, s);
+      !st) {
+    return st;
+  }
+  rans_place_kernel<<<blocks_for(num_items * kWarpThreads, kItemThreads), kItemThreads, 0, s>>>(a);
   // Items of at most enc_warps chunks had their payloads copied by the
   // encode kernel: a batch of only such items needs no copy kernel.
-  if (a.enc_warps == static_cast<std::uint32_t>(kWideEncWarps)) {
-    TANDEM_CUDA_CHECK(cudaFuncSetAttribute(rans_encode_kernel<kWideEncWarps>,
-                                           cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared),
-                      "cudaFuncSetAttribute");
-    rans_encode_kernel<kWideEncWarps>
-        <<<list_blocks<rans_encode_kernel<kWideEncWarps>, kWideEncWarps * kWarpThreads>(groups),
-           kWideEncWarps * kWarpThreads, 0, s>>>(a);
-    rans_place_kernel<<<blocks_for(num_items * kWarpThreads, kItemThreads), kItemThreads, 0, s>>>(a);
-  } else {
-    TANDEM_CUDA_CHECK(cudaFuncSetAttribute(rans_encode_kernel<kEncWarps>, cudaFuncAttributePreferredSharedMemoryCarveout,
-                                           cudaSharedmemCarveoutMaxShared),
-                      "cudaFuncSetAttribute");
-    rans_encode_kernel<kEncWarps>
-        <<<list_blocks<rans_encode_kernel<kEncWarps>, kEncWarps * kWarpThreads>(groups), kEncWarps * kWarpThreads, 0,
-           s>>>(a);
-    rans_place_kernel<<<blocks_for(num_items * kWarpThreads, kItemThreads), kItemThreads, 0, s>>>(a);
-    if (l.max_chunks > static_cast<std::uint32_t>(kEncWarps)) {
-      rans_copy_kernel<<<list_blocks<rans_copy_kernel, kEncWarps * kWarpThreads>(groups), kEncWarps * kWarpThreads, 0,
-                         s>>>(a);
-    }
+  if (l.max_chunks > a.enc_warps) {
+    rans_copy_kernel<<<list_blocks<rans_copy_kernel, kEncWarps * kWarpThreads>(groups), kEncWarps * kWarpThreads, 0,
+                       s>>>(a);
   }
   return launch_status();
 }
