@@ -1,6 +1,7 @@
 // The archive scanner on the CPU; see tandem/scan.hpp.
 #include "tandem/scan.hpp"
 
+#include <libdeflate.h>
 #include <zstd.h>
 
 #include <cstring>
@@ -9,6 +10,7 @@
 
 #include "codec/scan_walk.hpp"
 #include "common/thread_pool.hpp"
+#include "format/deflate_index.hpp"
 #include "format/tar_format.hpp"
 #include "tandem/deflate.hpp"
 #include "tandem/zip.hpp"
@@ -68,11 +70,38 @@ Status decompress_zstd(std::span<const std::uint8_t> in, std::uint64_t allowed, 
   return {};
 }
 
+// A gzip input of one member whose trailer gives its size, as package
+// tarballs are: one call of libdeflate (a decompressor kept per thread) into
+// a buffer of that size. False, with *out empty, for anything else (several
+// members, a size over `allowed` or not the trailer's, tandem's chunk index,
+// malformed data), which deflate_decompress then decodes and gives its
+// status.
+bool gunzip_one_member(std::span<const std::uint8_t> in, std::uint64_t allowed, std::vector<std::uint8_t>* out) {
+  format::GzipHeader h;
+  if (in.size() < format::kGzipTrailerSize || !format::parse_gzip_header(in.data(), in.size(), &h) || h.has_index) {
+    return false;
+  }
+  std::uint32_t crc = 0, isize = 0;
+  format::read_gzip_trailer(in.data() + in.size() - format::kGzipTrailerSize, &crc, &isize);
+  if (isize == 0 || isize > allowed) return false;
+  thread_local std::unique_ptr<libdeflate_decompressor, decltype(&libdeflate_free_decompressor)> d(
+      libdeflate_alloc_decompressor(), &libdeflate_free_decompressor);
+  if (!d) return false;
+  out->resize(isize);
+  std::size_t used = 0, got = 0;
+  const libdeflate_result r =
+      libdeflate_gzip_decompress_ex(d.get(), in.data(), in.size(), out->data(), out->size(), &used, &got);
+  if (r == LIBDEFLATE_SUCCESS && used == in.size() && got == isize) return true;
+  out->clear();
+  return false;
+}
+
 }  // namespace
 
 Status decompress_cpu(Layer kind, std::span<const std::uint8_t> in, std::uint64_t allowed,
                       std::vector<std::uint8_t>* out) {
   if (kind == Layer::gzip) {
+    if (gunzip_one_member(in, allowed, out)) return {};
     DeflateDecodeOptions o;
     o.container = DeflateContainer::gzip;
     o.threads = 1;

@@ -250,7 +250,8 @@ Status extract(std::span<const std::uint8_t> a, const Entry& e, std::vector<std:
   if (e.method == kStored) {
     if (!src.empty()) std::memcpy(out->data(), src.data(), src.size());
   } else if (e.method == kDeflate) {
-    std::unique_ptr<libdeflate_decompressor, decltype(&libdeflate_free_decompressor)> d(
+    // One decompressor a thread: an archive's entries are many and small.
+    thread_local std::unique_ptr<libdeflate_decompressor, decltype(&libdeflate_free_decompressor)> d(
         libdeflate_alloc_decompressor(), &libdeflate_free_decompressor);
     if (!d) return {StatusCode::out_of_memory, "libdeflate decompressor"};
     std::size_t used = 0, got = 0;

@@ -384,8 +384,15 @@ struct Team {
   __device__ __forceinline__ void members(int warp, F f) const {
     f(Warp{}, warp - first);
   }
+  // A team of one warp syncs as a warp: a named barrier whose id is known
+  // only at run time makes ptxas reserve all 16 of a block's, which caps an
+  // SM at 4 such blocks.
   __device__ __forceinline__ void sync() const {
-    asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(N * kWarpSize) : "memory");
+    if constexpr (N == 1) {
+      __syncwarp();
+    } else {
+      asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(N * kWarpSize) : "memory");
+    }
   }
 #else
   bool runs(int warp) const { return warp == first; }

@@ -195,6 +195,60 @@ TEST(Scan, DepthLimitAndCorruptedMembers) {
   EXPECT_EQ(r.entries.size(), 15u);
 }
 
+// A gzip layer of one member decodes in one call (its trailer's size);
+// every other shape goes through the stream decoder. Either way the entry's
+// bytes and status are what the stream decoder gives the whole input.
+TEST(Scan, GzipMembersDecodeAsTheStreamDecoderDoes) {
+  const Bytes text = test::text_like_bytes(300000, 11);
+  // Written by the gzip tool: one plain member (tandem's own carry an index).
+  test::TempDir dir;
+  test::write_file(dir / "x", text);
+  std::string log;
+  ASSERT_EQ(test::run("gzip -n -6 " + test::sh_quote((dir / "x").string()), &log), 0) << log;
+  const Bytes one = test::read_file(dir / "x.gz");
+  const auto set_isize = [](Bytes b, std::uint32_t v) {
+    for (int i = 0; i < 4; ++i) b[b.size() - 4 + i] = static_cast<std::uint8_t>(v >> (8 * i));
+    return b;
+  };
+  Bytes two = one;
+  const Bytes second = gzip(test::random_bytes(5000, 12));
+  two.insert(two.end(), second.begin(), second.end());
+  Bytes twice = one;  // the last trailer gives the first member's size too
+  twice.insert(twice.end(), one.begin(), one.end());
+  Bytes bad_crc = one;
+  bad_crc[bad_crc.size() - 8] ^= 1;
+  Bytes trailing = one;
+  trailing.push_back(0);
+  const Bytes cut(one.begin(), one.end() - 3);
+  Bytes broken = one;
+  broken[broken.size() / 2] ^= 0x5a;
+  const std::vector<std::pair<const char*, Bytes>> cases = {
+      {"one member", one},
+      {"two members", two},
+      {"the same member twice", twice},
+      {"ISIZE one less", set_isize(one, static_cast<std::uint32_t>(text.size() - 1))},
+      {"ISIZE one more", set_isize(one, static_cast<std::uint32_t>(text.size() + 1))},
+      {"ISIZE 0", set_isize(one, 0)},
+      {"CRC-32 off", bad_crc},
+      {"a byte after the member", trailing},
+      {"trailer cut", cut},
+      {"corrupted data", broken},
+  };
+  for (const auto& [what, data] : cases) {
+    SCOPED_TRACE(what);
+    DeflateDecodeOptions o;
+    o.container = DeflateContainer::gzip;
+    o.threads = 1;
+    Bytes want;
+    const Status ref = deflate_decompress({data.data(), data.size()}, &want, o);
+    ScanResult r;
+    ASSERT_STATUS(scan({data.data(), data.size()}, "x.gz", {}, &r), StatusCode::ok);
+    ASSERT_EQ(r.entries.size(), 1u);
+    EXPECT_EQ(r.entries[0].status.code, ref.code) << r.entries[0].status.to_string() << " / " << ref.to_string();
+    if (ref.ok()) EXPECT_EQ(bytes_of(r, r.entries[0]), want);
+  }
+}
+
 TEST(Scan, ZstdFramesConcatenatedCorruptedAndBombs) {
   if (!test::have_tool("tar")) GTEST_SKIP() << "tar is not installed";
   const Bytes a = test::text_like_bytes(300000, 8), b = test::random_bytes(4000, 9);
