@@ -19,17 +19,6 @@ namespace tandem {
 
 namespace scan_detail {
 
-Layer layer_of(const std::uint8_t* p, std::size_t n) {
-  if (n >= 2 && p[0] == 0x1f && p[1] == 0x8b) return Layer::gzip;
-  if (n >= 4 && p[0] == 0x04 && p[1] == 0x22 && p[2] == 0x4d && p[3] == 0x18) return Layer::lz4;
-  if (n >= 4 && p[0] == 0x28 && p[1] == 0xb5 && p[2] == 0x2f && p[3] == 0xfd) return Layer::zstd;
-  if (n >= 4 && p[0] == 'P' && p[1] == 'K' && ((p[2] == 3 && p[3] == 4) || (p[2] == 5 && p[3] == 6))) {
-    return Layer::zip;
-  }
-  if (tar::looks_like_tar(p, n)) return Layer::tar;
-  return Layer::file;
-}
-
 std::string without_suffix(std::string_view name, Layer layer) {
   const auto ends = [&](std::string_view s) { return name.size() > s.size() && name.ends_with(s); };
   if (layer == Layer::gzip) {

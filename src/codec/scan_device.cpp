@@ -124,9 +124,10 @@ using namespace scan_detail;
 // or both.
 struct Region {
   const std::uint8_t* host = nullptr;  // all bytes, or null
-  const std::uint8_t* head = nullptr;  // the first min(size, kHeadBytes) bytes
+  const std::uint8_t* head = nullptr;  // the first min(size, 512) bytes, or null for a file (below)
   const std::uint8_t* dev = nullptr;   // device memory, or null (bytes the CPU produced)
   std::uint64_t size = 0;
+  bool file = false;  // known to be a file (the device said so): no head needed
   // A piece of a region whose bytes are on the host.
   Region sub(std::uint64_t at, std::uint64_t n) const {
     return {host + at, host + at, dev ? dev + at : nullptr, n};
@@ -261,7 +262,7 @@ class Disposal {
 
 // Host blocks that downloads land in (Batch::keep_raw), kept across calls:
 // a fresh block's pages are mapped on first touch, on the thread that
-// copies into it (a layer's heads alone are about 9 MiB, 2200 page faults,
+// copies into it (a layer's tar archives alone are a few MiB, hundreds of page faults,
 // for 520 package archives). Sizes go up to whole MiB so that calls alike reuse
 // each other's blocks; at most kKeepBytes are kept.
 class SpareBlocks {
@@ -335,39 +336,71 @@ class PhaseClock {
   std::chrono::steady_clock::time_point last_ = start_;
 };
 
-// The archives' upload (scan_to_device), on a thread of its own through the
-// device's uploader while the first discovery walk runs: the walks read only
-// the host bytes, and the first reads of the device copies (a dispatch's
-// kernels, the final gather) come after wait() (Batch::uploaded), which
-// orders them after the uploader's copies.
+// The archives' upload (scan_to_device), on threads of their own through
+// the device's uploaders while the first discovery walk runs: the walks read
+// only the host bytes, and the first reads of the device copies (a
+// dispatch's kernels, the final gather) come after wait() (Batch::uploaded),
+// which orders them after the uploaders' copies. The archives are split
+// into up to kParts runs of about equal bytes, each with a thread, a stream
+// and a pinned stage of its own: one thread copying into pinned memory
+// alone (the worker pool busy with the walk and then the CPU's decoding)
+// held the first dispatch until 4.3 ms into a call of 32 MB of archives.
 class ArchiveUpload {
  public:
   ArchiveUpload() = default;
   ArchiveUpload(const ArchiveUpload&) = delete;
   ArchiveUpload& operator=(const ArchiveUpload&) = delete;
-  // Joins the thread on every path (before the device memory goes).
+  // Joins the threads on every path (before the device memory goes).
   ~ArchiveUpload() { (void)wait(); }
 
   // Starts the copies (no thread for none); `uploads` stays until wait().
   Status start(gpu::ScanDevice& dev, std::vector<gpu::ScanUpload> uploads) {
     if (uploads.empty()) return {};
-    if (Status s = dev.uploader(&side_); !s) return s;
     uploads_ = std::move(uploads);
-    thread_ = std::thread([this] { status_ = side_->upload_many(uploads_); });
+    std::uint64_t total = 0;
+    for (const gpu::ScanUpload& u : uploads_) total += u.bytes;
+    const std::size_t parts = static_cast<std::size_t>(
+        std::clamp<std::uint64_t>(total / kPartBytes, 1, std::min<std::uint64_t>(kParts, uploads_.size())));
+    // Runs [begin, end) of the list, cut where the bytes so far pass each
+    // part's share.
+    std::size_t begin = 0;
+    std::uint64_t so_far = 0;
+    for (std::size_t p = 0; p < parts && begin < uploads_.size(); ++p) {
+      std::size_t end = begin;
+      const std::uint64_t share = total * (p + 1) / parts;
+      while (end < uploads_.size() && (so_far < share || end == begin)) so_far += uploads_[end++].bytes;
+      if (p + 1 == parts) end = uploads_.size();
+      Part& part = parts_.emplace_back();
+      if (Status s = dev.uploader(&part.side); !s) return s;
+      part.thread = std::thread([this, &part, begin, end] {
+        part.status = part.side->upload_many(std::span(uploads_).subspan(begin, end - begin));
+      });
+      begin = end;
+    }
     return {};
   }
   // Waits for the copies: their status (the same at every later call).
   Status wait() {
-    if (thread_.joinable()) thread_.join();
-    side_.reset();
+    for (Part& p : parts_) {
+      if (p.thread.joinable()) p.thread.join();
+      p.side.reset();
+      if (status_ && !p.status) status_ = p.status;
+    }
+    parts_.clear();
     return status_;
   }
 
  private:
-  std::unique_ptr<gpu::ScanDevice> side_;
+  static constexpr std::size_t kParts = 4;
+  static constexpr std::uint64_t kPartBytes = std::uint64_t{4} << 20;  // fewer parts below this each
+  struct Part {
+    std::unique_ptr<gpu::ScanDevice> side;
+    Status status;
+    std::thread thread;
+  };
   std::vector<gpu::ScanUpload> uploads_;
+  std::deque<Part> parts_;  // (a deque: the threads hold their part's address)
   Status status_;
-  std::thread thread_;
 };
 
 // The CPU pool's outputs going up as they finish (Batch::dispatch): an op
@@ -562,10 +595,9 @@ class Batch {
   bool verify_blocks(Op& op, const std::vector<gpu::ScanDecodeJob>& inflates,
                      const std::vector<gpu::ScanDecodeJob>& lz4s, const std::vector<gpu::ScanCopyJob>& copies);
   bool verify_checks(const Op& op, std::uint32_t device_crc);
-  Status fetch_heads(const std::vector<Op*>& ops, const std::vector<char>& good,
-                     std::vector<const std::uint8_t*>* heads);
   Status fetch_whole(const std::vector<Op*>& ops, const std::vector<char>& whole);
-  Status device_crcs(const std::vector<Region>& outputs, std::vector<std::uint32_t>* crcs);
+  Status device_checks(const std::vector<Region>& crc_of, std::vector<std::uint32_t>* crcs,
+                       const std::vector<Region>& layer_of, std::vector<Layer>* layers);
   // fn(run, begin, end) over [0, n) in runs of kRun indices, the runs on
   // the pool: a pool task costs more than checking one op (a dispatch has
   // tens of thousands), so each takes a run.
@@ -952,10 +984,7 @@ Status Batch::dispatch() {
   if (Status s = waited([&] { return dev_.lz4(lz4s); }); !s) return s;
   if (Status s = waited([&] { return dev_.copy(copies); }); !s) return s;
 
-  // Each output's blocks (and the tally of the pieces, for the stats), then
-  // its first bytes, which say whether it is a file or a layer to parse
-  // (those come back whole, as do outputs with an xxHash to check); the
-  // CRC-32s are taken on the device.
+  // Each output's blocks (and the tally of the pieces, for the stats).
   struct Tally {
     std::uint64_t gpu_blocks = 0, gpu_bytes = 0, cpu_blocks = 0, cpu_bytes = 0, unsupported = 0, rejected = 0;
     bool deeper = false;  // a good output that is a layer to parse
@@ -980,28 +1009,40 @@ Status Batch::dispatch() {
       }
     }
   });
-  std::vector<const std::uint8_t*> heads;
-  if (Status s = fetch_heads(ops, good, &heads); !s) return s;
+  // The device classifies each good output by its first bytes (a file, or
+  // a layer to parse) and takes the CRC-32s: only the layers, and outputs
+  // with an xxHash to check, come back, whole.
+  std::vector<Region> crc(ops.size()), head(ops.size());
+  for_runs(ops.size(), [&](std::size_t, std::size_t begin, std::size_t end) {
+    for (std::size_t i = begin; i < end; ++i) {
+      if (!good[i]) continue;
+      const Op& op = *ops[i];
+      head[i] = op.out;
+      for (const Check& c : op.checks) {
+        if (c.kind == Check::crc32) crc[i] = op.out;
+      }
+    }
+  });
+  std::vector<std::uint32_t> device_crc(ops.size(), 0);
+  std::vector<Layer> layer(ops.size(), Layer::file);
+  if (Status s = device_checks(crc, &device_crc, head, &layer); !s) return s;
   // file: a good output that is no layer to parse (the walk goes no deeper
-  // for it); crc: the device bytes of those with a CRC-32 to check.
+  // for it, and needs none of its bytes on the host).
   std::vector<char> whole(ops.size(), 0), file(ops.size(), 0);
-  std::vector<Region> crc(ops.size());
   for_runs(ops.size(), [&](std::size_t, std::size_t begin, std::size_t end) {
     for (std::size_t i = begin; i < end; ++i) {
       if (!good[i]) continue;
       Op& op = *ops[i];
-      op.out.head = dev_.emulated() ? op.out.dev : heads[i];
-      file[i] = layer_of(op.out.head, static_cast<std::size_t>(op.out.size)) == Layer::file;
+      file[i] = layer[i] == Layer::file;
       whole[i] = !file[i];
-      for (const Check& c : op.checks) {
-        whole[i] |= c.kind != Check::crc32;
-        if (c.kind == Check::crc32) crc[i] = {nullptr, nullptr, op.out.dev, op.out.size};
+      for (const Check& c : op.checks) whole[i] |= c.kind != Check::crc32;
+      if (!whole[i]) {
+        op.out.file = true;
+        op.out.head = dev_.emulated() ? op.out.dev : nullptr;
       }
     }
   });
   if (Status s = fetch_whole(ops, whole); !s) return s;
-  std::vector<std::uint32_t> device_crc(ops.size(), 0);
-  if (Status s = device_crcs(crc, &device_crc); !s) return s;
   // Each run adds its good ops' outputs to their archive's tally (the ops
   // come archive after archive, so a run adds to few).
   std::vector<char> reject(ops.size(), 0);
@@ -1131,39 +1172,6 @@ bool Batch::verify_checks(const Op& op, std::uint32_t device_crc) {
   return true;
 }
 
-// The first bytes of every good output, on the host: (*heads)[i] for
-// ops[i] (nothing when emulated: the device's bytes are the host's).
-Status Batch::fetch_heads(const std::vector<Op*>& ops, const std::vector<char>& good,
-                          std::vector<const std::uint8_t*>* heads) {
-  if (dev_.emulated()) return {};
-  heads->assign(ops.size(), nullptr);
-  const std::size_t n = static_cast<std::size_t>(std::count(good.begin(), good.end(), 1));
-  if (n == 0) return {};
-  std::uint8_t* d = nullptr;
-  if (Status s = alloc(n * kHeadBytes, &d); !s) return s;
-  std::vector<gpu::ScanCopyJob> jobs;
-  std::vector<std::size_t> which;
-  jobs.reserve(n);
-  which.reserve(n);
-  for (std::size_t i = 0; i < ops.size(); ++i) {
-    if (!good[i] || !ops[i]->out.size) continue;
-    gpu::ScanCopyJob j;
-    j.item.src = ops[i]->out.dev;
-    j.item.dst = d + jobs.size() * kHeadBytes;
-    j.item.size = std::min<std::uint64_t>(ops[i]->out.size, kHeadBytes);
-    jobs.push_back(j);
-    which.push_back(i);
-  }
-  if (jobs.empty()) return {};
-  if (Status s = waited([&] { return dev_.copy(jobs); }); !s) return s;
-  const std::size_t bytes = jobs.size() * kHeadBytes;
-  std::uint8_t* const host = keep_raw(bytes);
-  if (Status s = waited([&] { return dev_.download(host, d, bytes); }); !s) return s;
-  stats_.device_to_host_bytes += bytes;
-  for (std::size_t k = 0; k < which.size(); ++k) (*heads)[which[k]] = host + k * kHeadBytes;
-  return {};
-}
-
 // Whole copies of the outputs marked (good ones), on the host; the others
 // keep none. On a device one copy dispatch packs them back to back and one
 // download brings them all: hundreds of downloads to pageable memory, each
@@ -1207,11 +1215,13 @@ Status Batch::fetch_whole(const std::vector<Op*>& ops, const std::vector<char>& 
   return waited([&] { return dev_.download(host, packed, static_cast<std::size_t>(at)); });
 }
 
-// The CRC-32 of every output given (device bytes; those without are
-// skipped), also of those that came back whole (the device reads them faster
-// than one host thread, and in parallel pieces): the device's pieces, joined
-// here.
-Status Batch::device_crcs(const std::vector<Region>& outputs, std::vector<std::uint32_t>* crcs) {
+// The CRC-32 of every output in `crc_of` (device bytes; those without are
+// skipped: the device reads them faster than one host thread, and in
+// parallel pieces, which are joined here), and the layer of every output in
+// `layer_of` (those without device bytes keep theirs), in one dispatch.
+Status Batch::device_checks(const std::vector<Region>& crc_of, std::vector<std::uint32_t>* crcs,
+                            const std::vector<Region>& layer_of, std::vector<Layer>* layers) {
+  const std::vector<Region>& outputs = crc_of;
   std::vector<gpu::ScanCrcPiece> pieces;
   std::vector<std::pair<std::size_t, std::size_t>> range(outputs.size(), {0, 0});
   for (std::size_t i = 0; i < outputs.size(); ++i) {
@@ -1226,9 +1236,17 @@ Status Batch::device_crcs(const std::vector<Region>& outputs, std::vector<std::u
     }
     range[i].second = pieces.size();
   }
-  if (pieces.empty()) return {};
+  std::vector<gpu::ScanLayerJob> jobs;
+  std::vector<std::size_t> which;
+  for (std::size_t i = 0; i < layer_of.size(); ++i) {
+    if (!layer_of[i].dev) continue;
+    jobs.push_back({layer_of[i].dev, layer_of[i].size});
+    which.push_back(i);
+  }
+  if (pieces.empty() && jobs.empty()) return {};
   ++stats_.dispatches;
-  if (Status s = waited([&] { return dev_.crc32(pieces); }); !s) return s;
+  if (Status s = waited([&] { return dev_.check(pieces, jobs); }); !s) return s;
+  for (std::size_t k = 0; k < jobs.size(); ++k) (*layers)[which[k]] = jobs[k].layer;
   static const uLong join_piece = crc32_combine_gen(static_cast<z_off_t>(gpu::kScanCrcPiece));
   // The first piece's CRC-32 is the output's so far (joined to the CRC-32 of
   // nothing it would stay the same), so most outputs, one piece long, need
@@ -1320,7 +1338,7 @@ class Walker {
       : batch_(batch), limits_(limits), archive_(archive), final_(final), budget_(limits) {}
 
   Status walk(const Region& data, const std::string& path, const std::string& codec, int layer, int depth) {
-    const Layer kind = layer_of(data.head, static_cast<std::size_t>(data.size));
+    const Layer kind = data.file ? Layer::file : layer_of(data.head, static_cast<std::size_t>(data.size));
     if (kind != Layer::file && depth > limits_.max_depth) return add(path, codec, layer, {}, kDepthStatus);
     switch (kind) {
       case Layer::gzip:

@@ -12,15 +12,15 @@
 #include <string_view>
 #include <vector>
 
+#include "gpu/scan_gpu_body.hpp"
 #include "tandem/scan.hpp"
 
 namespace tandem::scan_detail {
 
-enum class Layer { gzip, lz4, zstd, zip, tar, file };
+using Layer = gpu::ScanLayer;
 
-// What `n` bytes at p are, from at most their first kHeadBytes bytes.
-Layer layer_of(const std::uint8_t* p, std::size_t n);
-inline constexpr std::size_t kHeadBytes = 512;
+// What `n` bytes at p are, from at most their first 512 bytes.
+inline Layer layer_of(const std::uint8_t* p, std::size_t n) { return gpu::scan_layer_of(p, n); }
 
 // A compression layer's content name: "x.tgz" -> "x.tar", "x.gz" -> "x",
 // "x.tzst" -> "x.tar", "x.zst" -> "x", "x.lz4" -> "x".

@@ -6,6 +6,8 @@
 #include <optional>
 #include <string_view>
 
+#include "gpu/tar_body.hpp"
+
 namespace tandem::tar {
 
 namespace {
@@ -14,7 +16,7 @@ namespace {
 struct Field {
   std::size_t at, size;
 };
-constexpr Field kName{0, 100}, kMode{100, 8}, kSize{124, 12}, kMtime{136, 12}, kChecksum{148, 8},
+constexpr Field kName{0, 100}, kMode{100, 8}, kSize{124, 12}, kMtime{136, 12},
     kLinkname{157, 100}, kMagic{257, 6}, kPrefix{345, 155};
 constexpr std::size_t kTypeflag = 156;
 
@@ -23,56 +25,15 @@ std::string_view text(const std::uint8_t* h, Field f) {
   return {s, strnlen(s, f.size)};
 }
 
-// A number field: octal digits after optional spaces, ended by a space or
-// NUL (or the field's end); or GNU's base 256, a first byte with its top
-// bit set followed by a big-endian value. nullopt when malformed or
-// negative or over 63 bits.
+// A number field (tar_body::number); nullopt when malformed.
 std::optional<std::uint64_t> number(const std::uint8_t* h, Field f, bool empty_is_zero = true) {
-  const std::uint8_t* p = h + f.at;
-  if (p[0] & 0x80) {
-    if (p[0] & 0x40) return std::nullopt;  // negative
-    std::uint64_t v = p[0] & 0x3F;
-    for (std::size_t i = 1; i < f.size; ++i) {
-      if (v >> 55) return std::nullopt;
-      v = (v << 8) | p[i];
-    }
-    return v;
-  }
-  std::size_t i = 0;
-  while (i < f.size && p[i] == ' ') ++i;
   std::uint64_t v = 0;
-  std::size_t digits = 0;
-  for (; i < f.size && p[i] >= '0' && p[i] <= '7'; ++i, ++digits) {
-    if (v >> 60) return std::nullopt;
-    v = v * 8 + (p[i] - '0');
-  }
-  for (; i < f.size; ++i) {
-    if (p[i] != ' ' && p[i] != 0) return std::nullopt;
-  }
-  if (digits == 0) return empty_is_zero ? std::optional<std::uint64_t>(0) : std::nullopt;
+  if (!tar_body::number(h + f.at, static_cast<std::uint32_t>(f.size), empty_is_zero, &v)) return std::nullopt;
   return v;
 }
 
-bool zero_block(const std::uint8_t* h) {
-  return std::all_of(h, h + kBlockBytes, [](std::uint8_t b) { return b == 0; });
-}
-
-// The header's checksum holds: the sum of its bytes with the checksum field
-// taken as spaces, as unsigned bytes (POSIX) or as signed ones (some old
-// writers).
-bool checksum_holds(const std::uint8_t* h) {
-  const std::optional<std::uint64_t> stored = number(h, kChecksum, false);
-  if (!stored) return false;
-  std::uint64_t sum = 0;
-  std::int64_t signed_sum = 0;
-  for (std::size_t i = 0; i < kBlockBytes; ++i) {
-    const bool in_field = i >= kChecksum.at && i < kChecksum.at + kChecksum.size;
-    const std::uint8_t b = in_field ? ' ' : h[i];
-    sum += b;
-    signed_sum += static_cast<std::int8_t>(b);
-  }
-  return *stored == sum || static_cast<std::int64_t>(*stored) == signed_sum;
-}
+using tar_body::checksum_holds;
+using tar_body::zero_block;
 
 std::uint64_t padded(std::uint64_t size) { return (size + kBlockBytes - 1) / kBlockBytes * kBlockBytes; }
 
@@ -127,7 +88,7 @@ bool parse_pax(std::string_view data, Pax* pax) {
 }  // namespace
 
 bool looks_like_tar(const std::uint8_t* p, std::size_t n) {
-  return p && n >= kBlockBytes && !zero_block(p) && checksum_holds(p);
+  return tar_body::looks_like_tar(p, n);
 }
 
 Status parse(const std::uint8_t* p, std::size_t n, std::vector<Entry>* entries, const Limits& limits) {

@@ -51,6 +51,14 @@ __global__ void scan_crc_kernel(ScanCrcPiece* pieces, std::size_t n) {
   }
 }
 
+// A thread an output (scan_layer_of), grid-stride.
+__global__ void scan_layer_kernel(ScanLayerJob* jobs, std::size_t n) {
+  const std::size_t threads = static_cast<std::size_t>(gridDim.x) * blockDim.x;
+  for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < n; i += threads) {
+    jobs[i].layer = scan_layer_of(jobs[i].data, jobs[i].size);
+  }
+}
+
 // Host arrays laid out back to back for one upload, and the device copy.
 class Staging {
  public:
@@ -452,18 +460,27 @@ class CudaScanDevice final : public ScanDevice {
     return {};
   }
 
-  Status crc32(std::span<ScanCrcPiece> pieces) override {
-    const std::size_t n = pieces.size();
-    if (!n) return {};
+  Status check(std::span<ScanCrcPiece> pieces, std::span<ScanLayerJob> layers) override {
+    const std::size_t n = pieces.size(), m = layers.size();
+    if (!n && !m) return {};
     Staging st;
     const std::size_t a = st.put(pieces.data(), n);
+    const std::size_t b = st.put(layers.data(), m);
     std::uint8_t* d = nullptr;
     if (Status s = stage(st, &d); !s) return s;
-    const unsigned grid = static_cast<unsigned>(std::min<std::size_t>((n + 3) / 4, 1u << 16));
-    scan_crc_kernel<<<grid, 128, 0, stream_>>>(reinterpret_cast<ScanCrcPiece*>(d + a), n);
-    if (Status s = launch_status(); !s) return s;
+    if (n) {
+      const unsigned grid = static_cast<unsigned>(std::min<std::size_t>((n + 3) / 4, 1u << 16));
+      scan_crc_kernel<<<grid, 128, 0, stream_>>>(reinterpret_cast<ScanCrcPiece*>(d + a), n);
+      if (Status s = launch_status(); !s) return s;
+    }
+    if (m) {
+      const unsigned grid = static_cast<unsigned>(std::min<std::size_t>((m + 127) / 128, 1u << 16));
+      scan_layer_kernel<<<grid, 128, 0, stream_>>>(reinterpret_cast<ScanLayerJob*>(d + b), m);
+      if (Status s = launch_status(); !s) return s;
+    }
     if (Status s = fetch(st, d, a); !s) return s;
     for (std::size_t i = 0; i < n; ++i) pieces[i] = st.at<ScanCrcPiece>(a, i);
+    for (std::size_t i = 0; i < m; ++i) layers[i] = st.at<ScanLayerJob>(b, i);
     return {};
   }
 

@@ -99,8 +99,9 @@ class ScanDevice {
   virtual Status inflate(std::span<ScanDecodeJob> jobs) = 0;
   virtual Status lz4(std::span<ScanDecodeJob> jobs) = 0;
   virtual Status copy(std::span<ScanCopyJob> jobs) = 0;
-  // One dispatch: the CRC-32 of every piece.
-  virtual Status crc32(std::span<ScanCrcPiece> pieces) = 0;
+  // One dispatch: the CRC-32 of every piece, and the layer of every output
+  // (scan_layer_of of its first bytes).
+  virtual Status check(std::span<ScanCrcPiece> pieces, std::span<ScanLayerJob> layers) = 0;
 };
 
 // The emulation, its CPU work spread over `threads` threads (0: all).

@@ -16,6 +16,7 @@
 #include <cstdint>
 
 #include "gpu/simt.hpp"
+#include "gpu/tar_body.hpp"
 
 namespace tandem::gpu {
 
@@ -156,5 +157,29 @@ TANDEM_HD std::uint32_t scan_crc32_warp(const simt::Warp& w, const std::uint32_t
   }
   return w.shfl(crc, 0);
 }
+
+// What bytes are, from their first 512 at most: a layer to open or a file.
+// The host's scanner asks it of every input (scan_detail::Layer is this
+// type); the device asks it of the outputs it decoded, so that only the
+// layers come back to the host for their parse.
+enum class ScanLayer : std::uint8_t { gzip, lz4, zstd, zip, tar, file };
+
+TANDEM_HD ScanLayer scan_layer_of(const std::uint8_t* p, std::uint64_t n) {
+  if (n >= 2 && p[0] == 0x1f && p[1] == 0x8b) return ScanLayer::gzip;
+  if (n >= 4 && p[0] == 0x04 && p[1] == 0x22 && p[2] == 0x4d && p[3] == 0x18) return ScanLayer::lz4;
+  if (n >= 4 && p[0] == 0x28 && p[1] == 0xb5 && p[2] == 0x2f && p[3] == 0xfd) return ScanLayer::zstd;
+  if (n >= 4 && p[0] == 'P' && p[1] == 'K' && ((p[2] == 3 && p[3] == 4) || (p[2] == 5 && p[3] == 6))) {
+    return ScanLayer::zip;
+  }
+  if (tar_body::looks_like_tar(p, n)) return ScanLayer::tar;
+  return ScanLayer::file;
+}
+
+// One output of a check dispatch: its layer, written by the dispatch.
+struct ScanLayerJob {
+  const std::uint8_t* data = nullptr;  // device; size bytes
+  std::uint64_t size = 0;
+  ScanLayer layer = ScanLayer::file;
+};
 
 }  // namespace tandem::gpu

@@ -56,7 +56,7 @@ class EmulatedScanDevice final : public ScanDevice {
     return {};
   }
 
-  Status crc32(std::span<ScanCrcPiece> pieces) override {
+  Status check(std::span<ScanCrcPiece> pieces, std::span<ScanLayerJob> layers) override {
     static const std::array<std::uint32_t, 256> table = [] {
       std::array<std::uint32_t, 256> t{};
       for (std::uint32_t i = 0; i < 256; ++i) t[i] = scan_crc32_table_entry(i);
@@ -65,6 +65,7 @@ class EmulatedScanDevice final : public ScanDevice {
     detail::parallel_for(pieces.size(), threads_, [&](std::size_t i) {
       pieces[i].crc = scan_crc32_warp(simt::Warp{}, table.data(), pieces[i].data, pieces[i].size);
     });
+    for (ScanLayerJob& j : layers) j.layer = scan_layer_of(j.data, j.size);
     return {};
   }
 
