@@ -1521,32 +1521,47 @@ Status scan_roots(std::vector<Root>& roots, const ScanLimits& limits, gpu::ScanD
     walked[a] = w.walk(roots[a].region, roots[a].name, "", 0, 0);
   });
   clock.lap(&DeviceScanStats::final_walk_seconds);
-  std::size_t listed = 0;
-  for (const std::optional<Walker>& w : walkers) listed += w->entries.size();
-  result->entries.reserve(listed);
-  gather.reserve(listed);
+  // Each archive's entries, gather jobs and bytes go where the archives
+  // before it end, so that the archives fill the table at once.
+  struct Place {
+    std::size_t entry = 0, job = 0;
+    std::uint64_t offset = 0;
+  };
+  std::vector<Place> place(roots.size() + 1);
   for (std::size_t a = 0; a < roots.size(); ++a) {
-    Walker& w = *walkers[a];
+    const Walker& w = *walkers[a];
     if (!walked[a] && call) call = walked[a];
+    std::size_t jobs = 0;
+    for (std::size_t i = 0; i < w.entries.size(); ++i) {
+      jobs += w.entries[i].status && w.entries[i].size && w.sources[i].dev;
+    }
+    place[a + 1] = {place[a].entry + w.entries.size(), place[a].job + jobs, place[a].offset + w.bytes};
+  }
+  total = place.back().offset;
+  result->entries.resize(place.back().entry);
+  gather.resize(place.back().job);
+  std::vector<std::vector<std::pair<std::uint64_t, Region>>> host_bytes(roots.size());
+  detail::parallel_for(roots.size(), batch.threads(), [&](std::size_t a) {
+    Walker& w = *walkers[a];
+    std::size_t job = place[a].job;
     for (std::size_t i = 0; i < w.entries.size(); ++i) {
       ScanEntry& e = w.entries[i];
-      e.offset += total;
+      e.offset += place[a].offset;
       const Region& r = w.sources[i];
       if (e.status && e.size) {
         if (r.dev) {
-          gpu::ScanCopyJob j;
+          gpu::ScanCopyJob& j = gather[job++];
           j.item.src = r.dev;
           j.item.size = e.size;
           j.item.dst = reinterpret_cast<std::uint8_t*>(static_cast<std::uintptr_t>(e.offset));  // placed below
-          gather.push_back(j);
         } else {
-          uploads.emplace_back(e.offset, r);
+          host_bytes[a].emplace_back(e.offset, r);
         }
       }
-      result->entries.push_back(std::move(e));
+      result->entries[place[a].entry + i] = std::move(e);
     }
-    total += w.bytes;
-  }
+  });
+  for (const auto& h : host_bytes) uploads.insert(uploads.end(), h.begin(), h.end());
   // The gather reads entries' bytes in the archives (when no dispatch has).
   if (Status s = batch.uploaded(&DeviceScanStats::entry_table_seconds); !s) return s;
   clock.lap(&DeviceScanStats::entry_table_seconds);
