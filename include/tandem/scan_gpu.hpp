@@ -82,16 +82,12 @@ struct DeviceScanOptions {
   // frame's content size (its compressed size where absent). 0: every input
   // that needs a decoder goes to the CPU (stored data and zstd raw and RLE
   // blocks stay on the device's copy kernel); UINT64_MAX: none does (the
-  // device takes all it can). Either way the result is the same. 16 KiB
-  // was the fastest of 0, 16 KiB, 64 KiB, 256 KiB, 1 MiB and none on 520
-  // package archives on an H200 with 16 host threads
-  // (docs/benchmarks/2026-11-28-h200-scan-split.md), and again, with 32
-  // KiB as fast, after the device and host work since
-  // (docs/benchmarks/2026-11-28-h200-scan-host.md). Since the CPU pool's
-  // outputs go up as they finish, 32 KiB (the default) has been at least as
-  // fast as 16 KiB in each run, though within the runs' noise (about 10%:
-  // docs/benchmarks/2026-11-28-h200-scan-overlap.md).
-  static constexpr std::uint64_t kDefaultCpuBlockBytes = 32u << 10;
+  // device takes all it can). Either way the result is the same. The
+  // default is 16 KiB: since the CPU decodes a gzip member in one libdeflate
+  // call, 16 KiB measured 15.7 and 15.8 ms a call against 17.2 and 17.0 ms
+  // for 32 KiB on 520 package archives on an H200 with 16 host threads (two
+  // rounds; 14 and 15 threads alike: docs/benchmarks/2026-11-29-h200-scan.md).
+  static constexpr std::uint64_t kDefaultCpuBlockBytes = 16u << 10;
   std::uint64_t cpu_block_bytes = kDefaultCpuBlockBytes;
 };
 
