@@ -881,9 +881,12 @@ Status Batch::dispatch() {
   });
   clock_.lap(&DeviceScanStats::prepare_seconds);
 
-  // The device's ops get their offsets in one output allocation; the ops
-  // the CPU decodes whole (the split's, and those the device cannot take)
-  // go to the pool.
+  // The ops the CPU decodes whole (the split's, and those the device cannot
+  // take) start now on the pool, from another thread, while this one drives
+  // the device. They read their op's input and write only its state and
+  // host_out (CpuUploads then reads host_out and sets sent), which nothing
+  // below reads before the wait.
+  // The device's ops get their offsets in one output allocation.
   std::vector<Op*> pool_ops;
   std::uint64_t total = 0;
   for (Op* op : ops) {
@@ -894,8 +897,40 @@ Status Batch::dispatch() {
     op->out.size = total;  // its offset, for now
     total += (op->out_bytes + 255) / 256 * 256;
   }
-  // The device's job lists, before the pool starts (its threads would
-  // take the cores from this one).
+  // Room on the device for the pool's outputs, where their sizes are known,
+  // so that each goes up as it finishes (CpuUploads).
+  std::uint64_t room = 0;
+  for (const Op* op : pool_ops) room += (op->expect + 255) / 256 * 256;
+  CpuUploads uploads;  // goes after the pool (declared before it), which hands it ops
+  if (room) {
+    std::uint8_t* d = nullptr;
+    if (Status s = alloc(static_cast<std::size_t>(room), &d); !s) return s;
+    for (Op* op : pool_ops) {
+      if (!op->expect) continue;
+      op->room = d;
+      d += (op->expect + 255) / 256 * 256;
+    }
+    if (Status s = uploads.start(dev_); !s) return s;
+  }
+  // The pool takes its ops largest input first, so that no long one starts
+  // last and holds the wait (they are handed out one at a time).
+  std::vector<Op*> by_size = pool_ops;
+  std::stable_sort(by_size.begin(), by_size.end(), [](const Op* a, const Op* b) { return a->in.size > b->in.size; });
+  double pool_seconds = 0;
+  // Its destructor waits, on every return below: it goes before what it
+  // reads (by_size, pool_seconds, uploads), declared before it.
+  std::future<void> pool;
+  if (!by_size.empty()) {
+    pool = std::async(std::launch::async, [this, &by_size, &pool_seconds, &uploads] {
+      const auto t0 = std::chrono::steady_clock::now();
+      detail::parallel_for(by_size.size(), threads_, [&](std::size_t i) {
+        decode_on_cpu(*by_size[i]);
+        uploads.done(by_size[i]);
+      });
+      pool_seconds = seconds_since(t0);
+    });
+  }
+
   std::uint8_t* base = nullptr;
   if (Status s = alloc(static_cast<std::size_t>(total), &base); !s) return s;
   std::vector<gpu::ScanDecodeJob> inflates, lz4s;
@@ -938,44 +973,6 @@ Status Batch::dispatch() {
       }
     }
   }
-  // Room on the device for the pool's outputs, where their sizes are known,
-  // so that each goes up as it finishes (CpuUploads).
-  std::uint64_t room = 0;
-  for (const Op* op : pool_ops) room += (op->expect + 255) / 256 * 256;
-  CpuUploads uploads;  // goes after the pool (declared before it), which hands it ops
-  if (room) {
-    std::uint8_t* d = nullptr;
-    if (Status s = alloc(static_cast<std::size_t>(room), &d); !s) return s;
-    for (Op* op : pool_ops) {
-      if (!op->expect) continue;
-      op->room = d;
-      d += (op->expect + 255) / 256 * 256;
-    }
-    if (Status s = uploads.start(dev_); !s) return s;
-  }
-  // The pool's ops start now, from another thread, while this one drives
-  // the device. They read their op's input and write only its state and
-  // host_out (CpuUploads then reads host_out and sets sent), which nothing
-  // below reads before the wait. The pool takes them largest input first,
-  // so that no long one starts last and holds the wait (they are handed out
-  // one at a time).
-  std::vector<Op*> by_size = pool_ops;
-  std::stable_sort(by_size.begin(), by_size.end(), [](const Op* a, const Op* b) { return a->in.size > b->in.size; });
-  double pool_seconds = 0;
-  // Its destructor waits, on every return below: it goes before what it
-  // reads (by_size, pool_seconds, uploads), declared before it.
-  std::future<void> pool;
-  if (!by_size.empty()) {
-    pool = std::async(std::launch::async, [this, &by_size, &pool_seconds, &uploads] {
-      const auto t0 = std::chrono::steady_clock::now();
-      detail::parallel_for(by_size.size(), threads_, [&](std::size_t i) {
-        decode_on_cpu(*by_size[i]);
-        uploads.done(by_size[i]);
-      });
-      pool_seconds = seconds_since(t0);
-    });
-  }
-
   if (!host_pieces.empty()) {
     if (Status s = waited([&] { return dev_.upload_many(host_pieces); }); !s) return s;
   }
