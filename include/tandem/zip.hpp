@@ -69,6 +69,10 @@ Status read_directory(std::span<const std::uint8_t> archive, std::vector<Entry>*
 // output_limit when the size exceeds max_output.
 Status extract(std::span<const std::uint8_t> archive, const Entry& entry, std::vector<std::uint8_t>* out,
                std::uint64_t max_output = std::uint64_t{1} << 40);
+// The same into out[0, entry.size), which the caller provides (at least
+// entry.size bytes when that is at most max_output).
+Status extract_into(std::span<const std::uint8_t> archive, const Entry& entry, std::uint8_t* out,
+                    std::uint64_t max_output = std::uint64_t{1} << 40);
 
 // True when `name` is a relative path that stays under the directory it is
 // written to: not empty, not absolute, no drive letter, no backslash, no

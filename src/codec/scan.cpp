@@ -59,30 +59,29 @@ Status decompress_zstd(std::span<const std::uint8_t> in, std::uint64_t allowed, 
   return {};
 }
 
-// A gzip input of one member whose trailer gives its size, as package
-// tarballs are: one call of libdeflate (a decompressor kept per thread) into
-// a buffer of that size. False, with *out empty, for anything else (several
-// members, a size over `allowed` or not the trailer's, tandem's chunk index,
-// malformed data), which deflate_decompress then decodes and gives its
-// status.
-bool gunzip_one_member(std::span<const std::uint8_t> in, std::uint64_t allowed, std::vector<std::uint8_t>* out) {
+// The size a gzip input of one member gives in its trailer, as package
+// tarballs are, for one call of libdeflate into a buffer of that size; 0
+// for anything else (several members, tandem's chunk index, a malformed
+// header), which deflate_decompress decodes and gives its status.
+std::uint32_t one_member_size(std::span<const std::uint8_t> in) {
   format::GzipHeader h;
   if (in.size() < format::kGzipTrailerSize || !format::parse_gzip_header(in.data(), in.size(), &h) || h.has_index) {
-    return false;
+    return 0;
   }
   std::uint32_t crc = 0, isize = 0;
   format::read_gzip_trailer(in.data() + in.size() - format::kGzipTrailerSize, &crc, &isize);
-  if (isize == 0 || isize > allowed) return false;
+  return isize;
+}
+
+// Whether the member decodes to exactly out[0, size) with all its input (a
+// decompressor kept per thread).
+bool gunzip_into(std::span<const std::uint8_t> in, std::uint8_t* out, std::size_t size) {
   thread_local std::unique_ptr<libdeflate_decompressor, decltype(&libdeflate_free_decompressor)> d(
       libdeflate_alloc_decompressor(), &libdeflate_free_decompressor);
   if (!d) return false;
-  out->resize(isize);
   std::size_t used = 0, got = 0;
-  const libdeflate_result r =
-      libdeflate_gzip_decompress_ex(d.get(), in.data(), in.size(), out->data(), out->size(), &used, &got);
-  if (r == LIBDEFLATE_SUCCESS && used == in.size() && got == isize) return true;
-  out->clear();
-  return false;
+  const libdeflate_result r = libdeflate_gzip_decompress_ex(d.get(), in.data(), in.size(), out, size, &used, &got);
+  return r == LIBDEFLATE_SUCCESS && used == in.size() && got == size;
 }
 
 }  // namespace
@@ -90,7 +89,12 @@ bool gunzip_one_member(std::span<const std::uint8_t> in, std::uint64_t allowed, 
 Status decompress_cpu(Layer kind, std::span<const std::uint8_t> in, std::uint64_t allowed,
                       std::vector<std::uint8_t>* out) {
   if (kind == Layer::gzip) {
-    if (gunzip_one_member(in, allowed, out)) return {};
+    const std::uint32_t size = one_member_size(in);
+    if (size != 0 && size <= allowed) {
+      out->resize(size);
+      if (gunzip_into(in, out->data(), size)) return {};
+      out->clear();
+    }
     DeflateDecodeOptions o;
     o.container = DeflateContainer::gzip;
     o.threads = 1;
@@ -103,6 +107,10 @@ Status decompress_cpu(Layer kind, std::span<const std::uint8_t> in, std::uint64_
   o.backend = Backend::cpu;
   o.max_output = allowed;
   return lz4_frame_decompress({in.data(), in.size()}, out, o);
+}
+
+bool decompress_cpu_into(Layer kind, std::span<const std::uint8_t> in, std::uint8_t* out, std::uint64_t size) {
+  return kind == Layer::gzip && size != 0 && one_member_size(in) == size && gunzip_into(in, out, size);
 }
 
 }  // namespace scan_detail

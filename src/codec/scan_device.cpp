@@ -179,6 +179,13 @@ struct Op {
   bool by_policy = false;                              // on_cpu by the split (its decode unit's size)
   std::uint64_t expect = 0;  // on_cpu: the output its headers say (at most cap), room for it (0: unknown)
   std::vector<std::uint8_t> host_out;                  // the CPU's output, until it goes up
+  // Host memory of `expect` bytes that transfers reach without staging
+  // (ScanDevice::host_alloc), which the CPU decodes into when it can do so
+  // in one call of that size (host_out stays empty then), or null.
+  std::uint8_t* pinned = nullptr;
+  std::uint64_t pinned_size = 0;  // the output's bytes in `pinned` (0: the output is host_out)
+  const std::uint8_t* host_bytes() const { return pinned_size ? pinned : host_out.data(); }
+  std::uint64_t host_size() const { return pinned_size ? pinned_size : host_out.size(); }
   // The CPU's output while the pool runs (CpuUploads).
   std::uint8_t* room = nullptr;  // device memory of `expect` bytes, or null
   bool sent = false;             // host_out went up into room
@@ -425,7 +432,7 @@ class CpuUploads {
   }
   // From the pool, once `op` is decoded: sends it up if it fits its room.
   void done(Op* op) {
-    if (!thread_.joinable() || !op->room || op->state != OpState::ok || op->host_out.size() > op->expect) return;
+    if (!thread_.joinable() || !op->room || op->state != OpState::ok || op->host_size() > op->expect) return;
     const std::lock_guard<std::mutex> lock(mutex_);
     queue_.push_back(op);
     cv_.notify_one();
@@ -454,7 +461,7 @@ class CpuUploads {
       batch.swap(queue_);
       lock.unlock();
       uploads.clear();
-      for (const Op* op : batch) uploads.push_back({op->room, op->host_out.data(), op->host_out.size(), true});
+      for (const Op* op : batch) uploads.push_back({op->room, op->host_bytes(), op->host_size(), true});
       // After a failure the rest go up after the wait (which returns the failure first).
       if (status_) {
         status_ = side_->upload_many(uploads);
@@ -489,6 +496,7 @@ class Batch {
   // state later (Disposal).
   ~Batch() {
     for (void* p : allocations_) dev_.free(p);
+    for (std::uint8_t* p : pinned_) dev_.host_free(p);
     Disposal::later(std::shared_ptr<HostState>(std::move(host_)));
   }
 
@@ -651,6 +659,7 @@ class Batch {
   };
   std::unique_ptr<HostState> host_;
   std::vector<void*> allocations_;
+  std::vector<std::uint8_t*> pinned_;  // host_alloc's, for the CPU pool's outputs
   std::vector<std::uint64_t> decoded_;  // per archive: bytes all its ops produced (bounds the work)
   bool deeper_ = true;
 };
@@ -665,6 +674,8 @@ void Batch::prepare(Op& op) {
   op.on_cpu = op.by_policy = false;
   op.expect = 0;
   op.room = nullptr;
+  op.pinned = nullptr;
+  op.pinned_size = 0;
   op.sent = false;
   switch (op.kind) {
     case OpKind::gzip: prepare_gzip(op); break;
@@ -905,10 +916,16 @@ Status Batch::dispatch() {
   if (room) {
     std::uint8_t* d = nullptr;
     if (Status s = alloc(static_cast<std::size_t>(room), &d); !s) return s;
+    // The same layout in host memory that the uploads reach without a copy.
+    std::uint8_t* h = nullptr;
+    if (Status s = dev_.host_alloc(static_cast<std::size_t>(room), &h); !s) return s;
+    if (h) pinned_.push_back(h);
     for (Op* op : pool_ops) {
       if (!op->expect) continue;
       op->room = d;
+      op->pinned = h;
       d += (op->expect + 255) / 256 * 256;
+      if (h) h += (op->expect + 255) / 256 * 256;
     }
     if (Status s = uploads.start(dev_); !s) return s;
   }
@@ -1271,6 +1288,7 @@ Status Batch::device_checks(const std::vector<Region>& crc_of, std::vector<std::
 void Batch::decode_on_cpu(Op& op) {
   std::vector<std::uint8_t>& bytes = op.host_out;
   bytes.clear();
+  op.pinned_size = 0;
   Status s;
   if (op.kind == OpKind::zip_deflate) {
     zip::Entry e;
@@ -1278,13 +1296,26 @@ void Batch::decode_on_cpu(Op& op) {
     e.compressed_size = op.in.size;
     e.size = op.expected;
     e.crc32 = op.crc;
-    s = op.expected > op.cap ? Status{StatusCode::output_limit} : zip::extract(op.in.span(), e, &bytes, op.cap);
+    if (op.expected > op.cap) {
+      s = {StatusCode::output_limit};
+    } else if (op.pinned && op.expect == op.expected) {
+      s = zip::extract_into(op.in.span(), e, op.pinned, op.cap);
+      if (s) op.pinned_size = op.expected;
+    } else {
+      s = zip::extract(op.in.span(), e, &bytes, op.cap);
+    }
   } else {
     const Layer kind = op.kind == OpKind::gzip ? Layer::gzip : op.kind == OpKind::lz4 ? Layer::lz4 : Layer::zstd;
+    if (op.pinned && decompress_cpu_into(kind, op.in.span(), op.pinned, op.expect)) {
+      op.pinned_size = op.expect;
+      op.state = OpState::ok;
+      return;
+    }
     s = decompress_cpu(kind, op.in.span(), op.cap, &bytes);
   }
   if (!s) {
     op.state = OpState::failed;  // the final walk asks the CPU again, under its own limits
+    op.pinned_size = 0;
     std::vector<std::uint8_t>().swap(bytes);
     return;
   }
@@ -1297,7 +1328,7 @@ void Batch::decode_on_cpu(Op& op) {
 Status Batch::upload_cpu_outputs(const std::vector<Op*>& ops) {
   std::uint64_t total = 0;
   for (const Op* op : ops) {
-    if (op->state == OpState::ok && !op->sent) total += (op->host_out.size() + 255) / 256 * 256;
+    if (op->state == OpState::ok && !op->sent) total += (op->host_size() + 255) / 256 * 256;
   }
   std::uint8_t* d = nullptr;
   if (!dev_.emulated() && total) {
@@ -1307,20 +1338,27 @@ Status Batch::upload_cpu_outputs(const std::vector<Op*>& ops) {
   std::uint64_t at = 0;
   for (Op* op : ops) {
     if (op->state != OpState::ok) continue;
-    std::vector<std::uint8_t>& kept = keep();
-    kept = std::move(op->host_out);
-    const std::uint64_t n = kept.size();
-    std::uint8_t* dev = kept.data();
+    // Pinned bytes stay where they are until the call ends; a vector's go
+    // into the call's host state.
+    const std::uint8_t* host = op->pinned;
+    std::uint64_t n = op->pinned_size;
+    if (!n) {
+      std::vector<std::uint8_t>& kept = keep();
+      kept = std::move(op->host_out);
+      host = kept.data();
+      n = kept.size();
+    }
+    const std::uint8_t* dev = host;
     if (op->sent) {
       dev = op->room;  // (host memory as well when emulated)
       if (!dev_.emulated()) stats_.host_to_device_bytes += n;
     } else if (!dev_.emulated()) {
       dev = d + at;
-      uploads.push_back({dev, kept.data(), static_cast<std::size_t>(n), true});
+      uploads.push_back({const_cast<std::uint8_t*>(dev), host, static_cast<std::size_t>(n), true});
       stats_.host_to_device_bytes += n;
       at += (n + 255) / 256 * 256;
     }
-    op->out = {kept.data(), kept.data(), dev, n};
+    op->out = {host, host, dev, n};
   }
   if (uploads.empty()) return {};
   return waited([&] { return dev_.upload_many(uploads); });

@@ -69,5 +69,9 @@ class Budget {
 // the CPU into *out, up to `allowed` bytes (output_limit past it).
 Status decompress_cpu(Layer kind, std::span<const std::uint8_t> in, std::uint64_t allowed,
                       std::vector<std::uint8_t>* out);
+// Whether the input decodes to exactly `size` bytes in out[0, size) in one
+// call (a gzip member whose trailer says `size`); false for anything else,
+// which decompress_cpu decodes (and gives its status).
+bool decompress_cpu_into(Layer kind, std::span<const std::uint8_t> in, std::uint8_t* out, std::uint64_t size);
 
 }  // namespace tandem::scan_detail

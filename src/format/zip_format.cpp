@@ -239,16 +239,25 @@ Status read_directory(std::span<const std::uint8_t> a, std::vector<Entry>* entri
   return {};
 }
 
-Status extract(std::span<const std::uint8_t> a, const Entry& e, std::vector<std::uint8_t>* out,
-               std::uint64_t max_output) {
+namespace {
+
+// Whether the entry's data lies in the archive and its size within the limit.
+Status entry_fits(std::span<const std::uint8_t> a, const Entry& e, std::uint64_t max_output) {
   if (e.data_offset > a.size() || a.size() - e.data_offset < e.compressed_size) {
     return bad("entry data outside the archive");
   }
   if (e.size > max_output) return {StatusCode::output_limit, "ZIP entry larger than the output limit"};
+  return {};
+}
+
+}  // namespace
+
+Status extract_into(std::span<const std::uint8_t> a, const Entry& e, std::uint8_t* out, std::uint64_t max_output) {
+  if (Status s = entry_fits(a, e, max_output); !s) return s;
   const auto src = a.subspan(static_cast<std::size_t>(e.data_offset), static_cast<std::size_t>(e.compressed_size));
-  out->resize(static_cast<std::size_t>(e.size));
+  const auto size = static_cast<std::size_t>(e.size);
   if (e.method == kStored) {
-    if (!src.empty()) std::memcpy(out->data(), src.data(), src.size());
+    if (!src.empty()) std::memcpy(out, src.data(), src.size());
   } else if (e.method == kDeflate) {
     // One decompressor a thread: an archive's entries are many and small.
     thread_local std::unique_ptr<libdeflate_decompressor, decltype(&libdeflate_free_decompressor)> d(
@@ -256,15 +265,23 @@ Status extract(std::span<const std::uint8_t> a, const Entry& e, std::vector<std:
     if (!d) return {StatusCode::out_of_memory, "libdeflate decompressor"};
     std::size_t used = 0, got = 0;
     const libdeflate_result r =
-        libdeflate_deflate_decompress_ex(d.get(), src.data(), src.size(), out->data(), out->size(), &used, &got);
+        libdeflate_deflate_decompress_ex(d.get(), src.data(), src.size(), out, size, &used, &got);
     if (r == LIBDEFLATE_INSUFFICIENT_SPACE) return bad("deflate data decodes to more than the entry's size");
     if (r != LIBDEFLATE_SUCCESS) return bad("malformed deflate data in a ZIP entry");
-    if (got != out->size()) return bad("deflate data decodes to less than the entry's size");
+    if (got != size) return bad("deflate data decodes to less than the entry's size");
   } else {
     return {StatusCode::unsupported, "ZIP entry method other than stored or deflate"};
   }
-  if (crc32(*out) != e.crc32) return {StatusCode::checksum_mismatch, "ZIP entry CRC-32"};
+  if (crc32({out, size}) != e.crc32) return {StatusCode::checksum_mismatch, "ZIP entry CRC-32"};
   return {};
+}
+
+Status extract(std::span<const std::uint8_t> a, const Entry& e, std::vector<std::uint8_t>* out,
+               std::uint64_t max_output) {
+  // The room is made only once the entry's place and size pass.
+  if (Status s = entry_fits(a, e, max_output); !s) return s;
+  out->resize(static_cast<std::size_t>(e.size));
+  return extract_into(a, e, out->data(), max_output);
 }
 
 bool safe_relative_path(std::string_view name, std::string* clean) {

@@ -19,6 +19,7 @@
 #include <bit>
 #include <cstring>
 #include <mutex>
+#include <tuple>
 #include <vector>
 
 #include "common/thread_pool.hpp"
@@ -201,6 +202,63 @@ class StagePool {
   std::vector<std::unique_ptr<PinnedStage>> free_;
 };
 
+// Pinned host blocks for outputs the CPU writes (ScanDevice::host_alloc),
+// kept across calls: a cudaHostAlloc of tens of MiB takes milliseconds.
+// Sizes go up to whole kGrain so that calls alike reuse each other's
+// blocks; at most kKeepBytes are kept, the rest freed.
+class PinnedBlocks {
+ public:
+  static PinnedBlocks& instance() {
+    static PinnedBlocks* blocks = new PinnedBlocks();  // never destroyed: calls may run at exit
+    return *blocks;
+  }
+
+  // The smallest kept block of at least n bytes, else a new one; null (and
+  // ok) when pinned memory cannot be had.
+  void take(std::size_t n, std::uint8_t** p, std::size_t* size) {
+    {
+      const std::lock_guard<std::mutex> lock(mutex_);
+      std::size_t best = blocks_.size();
+      for (std::size_t i = 0; i < blocks_.size(); ++i) {
+        if (blocks_[i].second >= n && (best == blocks_.size() || blocks_[i].second < blocks_[best].second)) best = i;
+      }
+      if (best != blocks_.size()) {
+        std::tie(*p, *size) = blocks_[best];
+        blocks_.erase(blocks_.begin() + static_cast<std::ptrdiff_t>(best));
+        kept_ -= *size;
+        return;
+      }
+    }
+    *size = (std::max<std::size_t>(n, 1) + kGrain - 1) / kGrain * kGrain;
+    void* v = nullptr;
+    if (cudaHostAlloc(&v, *size, cudaHostAllocPortable) != cudaSuccess) {
+      (void)cudaGetLastError();
+      v = nullptr;
+      *size = 0;
+    }
+    *p = static_cast<std::uint8_t*>(v);
+  }
+
+  void give(std::uint8_t* p, std::size_t size) {
+    {
+      const std::lock_guard<std::mutex> lock(mutex_);
+      if (kept_ + size <= kKeepBytes) {
+        kept_ += size;
+        blocks_.emplace_back(p, size);
+        return;
+      }
+    }
+    if (cudaFreeHost(p) != cudaSuccess) (void)cudaGetLastError();
+  }
+
+ private:
+  static constexpr std::size_t kGrain = std::size_t{8} << 20;
+  static constexpr std::size_t kKeepBytes = std::size_t{256} << 20;
+  std::mutex mutex_;
+  std::vector<std::pair<std::uint8_t*, std::size_t>> blocks_;
+  std::size_t kept_ = 0;
+};
+
 // Whether the device reaches `p` without staging: pinned or registered host
 // memory, device or managed memory.
 bool device_reaches(const void* p) {
@@ -274,6 +332,11 @@ class CudaScanDevice final : public ScanDevice {
   }
   ~CudaScanDevice() override {
     free(scratch_);
+    // Blocks the caller did not give back: once the stream is idle.
+    if (!pinned_.empty()) {
+      if (cudaStreamSynchronize(stream_) != cudaSuccess) (void)cudaGetLastError();
+      for (const auto& [p, size] : pinned_) PinnedBlocks::instance().give(p, size);
+    }
     // Every transfer ends with a wait, but one that failed half way may not.
     if (stage_) {
       if (cudaStreamSynchronize(stream_) == cudaSuccess) {
@@ -309,6 +372,21 @@ class CudaScanDevice final : public ScanDevice {
   Status alloc_result(std::size_t bytes, void** ptr) override {
     TANDEM_CUDA_CHECK(cudaMalloc(ptr, std::max<std::size_t>(bytes, 1)), "cudaMalloc (scan result)");
     return {};
+  }
+
+  Status host_alloc(std::size_t bytes, std::uint8_t** ptr) override {
+    std::size_t size = 0;
+    PinnedBlocks::instance().take(bytes, ptr, &size);
+    if (*ptr) pinned_.emplace_back(*ptr, size);
+    return {};
+  }
+  void host_free(std::uint8_t* ptr) override {
+    for (auto it = pinned_.begin(); it != pinned_.end(); ++it) {
+      if (it->first != ptr) continue;
+      PinnedBlocks::instance().give(it->first, it->second);
+      pinned_.erase(it);
+      return;
+    }
   }
 
   Status upload(void* dst, const void* src, std::size_t bytes) override {
@@ -626,6 +704,7 @@ class CudaScanDevice final : public ScanDevice {
   void* scratch_ = nullptr;
   std::size_t scratch_bytes_ = 0;
   std::unique_ptr<PinnedStage> stage_;
+  std::vector<std::pair<std::uint8_t*, std::size_t>> pinned_;  // host_alloc's blocks not given back
   std::vector<std::size_t> first_piece_;  // parallel_copy's scratch
 };
 

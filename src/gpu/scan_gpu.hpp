@@ -77,6 +77,13 @@ class ScanDevice {
   // The same for the result, which outlives the device object: freed by
   // free_cuda_scan_memory (std::free when emulated).
   virtual Status alloc_result(std::size_t bytes, void** ptr) = 0;
+  // Host memory of `bytes` bytes that transfers reach without staging
+  // (pinned; plain host memory when emulated), for outputs the CPU writes
+  // and the device then takes; kept across calls. Null with ok when none can
+  // be had (the caller uses ordinary memory then). host_free gives it back
+  // once no transfer of it is in flight.
+  virtual Status host_alloc(std::size_t bytes, std::uint8_t** ptr) = 0;
+  virtual void host_free(std::uint8_t* ptr) = 0;
   // Ordered on the device's stream; upload returns once `src` may be reused.
   virtual Status upload(void* dst, const void* src, std::size_t bytes) = 0;
   virtual Status download(void* dst, const void* src, std::size_t bytes) = 0;

@@ -2,6 +2,7 @@
 // memory, memcpy for transfers, and the kernels' own bodies for the
 // dispatches (inflate_emulated's warp form, the LZ4 decoder's emulation,
 // scan_gpu_body.hpp), spread over the thread pool one job at a time.
+#include <algorithm>
 #include <array>
 #include <cstdlib>
 #include <cstring>
@@ -28,6 +29,11 @@ class EmulatedScanDevice final : public ScanDevice {
   }
   void free(void* ptr) override { std::free(ptr); }
   Status alloc_result(std::size_t bytes, void** ptr) override { return alloc(bytes, ptr); }
+  Status host_alloc(std::size_t bytes, std::uint8_t** ptr) override {
+    *ptr = static_cast<std::uint8_t*>(std::malloc(std::max<std::size_t>(bytes, 1)));
+    return {};
+  }
+  void host_free(std::uint8_t* ptr) override { std::free(ptr); }
 
   Status upload(void* dst, const void* src, std::size_t bytes) override {
     if (bytes) std::memcpy(dst, src, bytes);
