@@ -468,7 +468,7 @@ TANDEM_HD InflateStatus inflate_codes(BitReader& br, const InflateTables& t, std
 // for d <= the batch's longest distance is earlier output; `stage` gets the
 // same bytes. Every byte is found by its own lane, kLanes * 4 bytes at a
 // step: its token (a binary search over the tokens' starts), then its value:
-// a literal's byte; for a match, the byte it copies, taken back to the
+// a literal's byte (of a pair of literals, the one at its offset); for a match, the byte it copies, taken back to the
 // match's first period (out[-distance + offset % distance] when the match
 // overlaps itself), so that the source is always before the match. Sources
 // before the batch are loaded from out (the step's loads all in flight
@@ -503,8 +503,8 @@ TANDEM_HD void write_batch(const simt::Warp& w, const simt::Lanes<std::uint32_t>
         if (off >= total) return;
         const std::uint32_t length = ot[l] & 0xffffu;
         const std::uint32_t value = ot[l] >> 16;
-        if (length == 1) {
-          v[u][l] = value;
+        if (length <= 2) {  // a literal, or a pair of them (fast_token)
+          v[u][l] = (value >> (8 * (off - os[l]))) & 0xffu;
           return;
         }
         const std::uint32_t rel = off - os[l];
@@ -562,7 +562,12 @@ inline constexpr std::uint32_t kEndOfBlock = 0xffff0000u;
 // (length | value << 16) or kEndOfBlock, having consumed it; or 0, with `br`
 // as it was, for the caller's next_token to decode with every check. The
 // checks are those of next_token and check_token, so both give the same
-// tokens.
+// tokens. With kPairs, a literal whose next code is another literal in the
+// primary lookup, all its bits held and fitting the output, comes back with
+// it as one token of length 2, the first byte low in its value (no match is
+// that short): the warp form's batches then carry up to twice the literals
+// for one pass of the parse loop each.
+template <bool kPairs = false>
 TANDEM_HD std::uint32_t fast_token(BitReader& br, const InflateTables& t, std::size_t here, std::size_t capacity) {
   const BitReader start = br;
   br.refill();
@@ -579,6 +584,14 @@ TANDEM_HD std::uint32_t fast_token(BitReader& br, const InflateTables& t, std::s
       return 0;
     }
     br.drop(len);
+    if (kPairs && here + 1 < capacity) {
+      const std::uint32_t e1 = t.litlen.primary[br.buf & LitLenTable::kMask];
+      const std::uint32_t len1 = e1 >> 9;
+      if (e1 < LitLenTable::kLong && len1 != 0 && len1 <= br.avail && (e1 & 0x1ffu) < 256) {
+        br.drop(len1);
+        return 2u | ((sym | ((e1 & 0xffu) << 8)) << 16);
+      }
+    }
     return 1u | (sym << 16);
   }
   if (sym == 256) {
@@ -610,9 +623,10 @@ TANDEM_HD std::uint32_t fast_token(BitReader& br, const InflateTables& t, std::s
 // The next token, packed (length | value << 16), or kEndOfBlock: by the
 // fast path when it takes the token, else (a long code, too few bits left,
 // an error) by next_token and check_token from the token's start.
+template <bool kPairs = false>
 TANDEM_HD InflateStatus packed_token(BitReader& br, const InflateTables& t, std::size_t here, std::size_t capacity,
                                      std::uint32_t* packed) {
-  *packed = fast_token(br, t, here, capacity);
+  *packed = fast_token<kPairs>(br, t, here, capacity);
   if (*packed != 0) return InflateStatus::ok;
   Token k;
   InflateStatus s = next_token(br, t, &k);
@@ -641,7 +655,7 @@ TANDEM_HD InflateStatus warp_codes(BitReader& br, InflateTables& t, std::uint8_t
     bool end = false;
     while (count < kBatchTokens && total + 258 <= kStageBytes) {
       std::uint32_t packed = 0;
-      s = packed_token(br, t, at + total, capacity, &packed);
+      s = packed_token<true>(br, t, at + total, capacity, &packed);
       if (s != InflateStatus::ok) break;
       if (packed == kEndOfBlock) {
         end = true;
