@@ -269,9 +269,9 @@ class Disposal {
 
 // Host blocks that downloads land in (Batch::keep_raw), kept across calls:
 // a fresh block's pages are mapped on first touch, on the thread that
-// copies into it (a layer's tar archives alone are a few MiB, hundreds of page faults,
-// for 520 package archives). Sizes go up to whole MiB so that calls alike reuse
-// each other's blocks; at most kKeepBytes are kept.
+// copies into it (a layer's tar archives are a few MiB, hundreds of page
+// faults, for 520 package archives). Sizes go up to whole MiB so that calls
+// alike reuse each other's blocks; at most kKeepBytes are kept.
 class SpareBlocks {
  public:
   struct Block {

@@ -213,8 +213,8 @@ class PinnedBlocks {
     return *blocks;
   }
 
-  // The smallest kept block of at least n bytes, else a new one; null (and
-  // ok) when pinned memory cannot be had.
+  // The smallest kept block of at least n bytes, else a new one; *p null
+  // when pinned memory cannot be had.
   void take(std::size_t n, std::uint8_t** p, std::size_t* size) {
     {
       const std::lock_guard<std::mutex> lock(mutex_);
