@@ -17,10 +17,10 @@
 //     another thread), while each decoder kind gets one dispatch for the
 //     blocks of every other op of every archive (inflate, LZ4, the copy
 //     kernel for stored and zstd raw and RLE blocks, "unsupported" for zstd
-//     compressed blocks, whose frames libzstd decodes); the device checks
-//     the outputs' sizes and CRC-32s and tells files from layers by their
-//     first bytes, and only layers (to be parsed) and outputs with an xxHash
-//     to check come back to the host; an op whose blocks the device rejects
+//     compressed blocks, whose frames libzstd decodes); the host checks the
+//     blocks' statuses and sizes, the device takes the outputs' CRC-32s and
+//     tells files from layers by their first bytes, and only layers (to be
+//     parsed) and outputs with an xxHash to check come back to the host; an op whose blocks the device rejects
 //     is decoded on the CPU too; the pool decodes into pinned memory where it
 //     knows an output's size, and its outputs go up as each finishes
 //     (CpuUploads), the rest in one upload after the pool's wait;
