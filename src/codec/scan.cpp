@@ -10,6 +10,7 @@
 
 #include "codec/scan_walk.hpp"
 #include "common/thread_pool.hpp"
+#include "cpu/deflate_cpu.hpp"
 #include "format/deflate_index.hpp"
 #include "format/tar_format.hpp"
 #include "tandem/deflate.hpp"
@@ -73,14 +74,13 @@ std::uint32_t one_member_size(std::span<const std::uint8_t> in) {
   return isize;
 }
 
-// Whether the member decodes to exactly out[0, size) with all its input (a
-// decompressor kept per thread).
+// Whether the member decodes to exactly out[0, size) with all its input (the
+// thread's decompressor).
 bool gunzip_into(std::span<const std::uint8_t> in, std::uint8_t* out, std::size_t size) {
-  thread_local std::unique_ptr<libdeflate_decompressor, decltype(&libdeflate_free_decompressor)> d(
-      libdeflate_alloc_decompressor(), &libdeflate_free_decompressor);
+  libdeflate_decompressor* const d = deflate_cpu::decompressor();
   if (!d) return false;
   std::size_t used = 0, got = 0;
-  const libdeflate_result r = libdeflate_gzip_decompress_ex(d.get(), in.data(), in.size(), out, size, &used, &got);
+  const libdeflate_result r = libdeflate_gzip_decompress_ex(d, in.data(), in.size(), out, size, &used, &got);
   return r == LIBDEFLATE_SUCCESS && used == in.size() && got == size;
 }
 

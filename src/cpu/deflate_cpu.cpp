@@ -28,11 +28,6 @@ libdeflate_compressor* compressor(int level) {
   return slot.get();
 }
 
-libdeflate_decompressor* decompressor() {
-  thread_local std::unique_ptr<libdeflate_decompressor, DecompressorFree> cache(libdeflate_alloc_decompressor());
-  return cache.get();
-}
-
 // A raw zlib inflater and an output buffer for the block walk, per thread.
 struct Walker {
   z_stream z{};
@@ -93,6 +88,11 @@ Status walk_blocks(const std::uint8_t* in, std::size_t n, std::size_t size, std:
 }
 
 }  // namespace
+
+libdeflate_decompressor* decompressor() {
+  thread_local std::unique_ptr<libdeflate_decompressor, DecompressorFree> cache(libdeflate_alloc_decompressor());
+  return cache.get();
+}
 
 Status compress_chunk(const std::uint8_t* in, std::size_t n, int level, std::vector<std::uint8_t>* out) {
   if (n == 0 || level < 0 || level > 12) return {StatusCode::invalid_argument, "empty chunk or bad level"};

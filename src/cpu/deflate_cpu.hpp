@@ -18,12 +18,18 @@
 
 #include "tandem/tandem.hpp"
 
+struct libdeflate_decompressor;
+
 namespace tandem::deflate_cpu {
 
 // Compresses in[0, n) (n >= 1) at libdeflate `level` (0..12) into *out
 // (resized to the chunk's compressed size): a chunk of the indexed stream,
 // BFINAL clear, ending byte-aligned with an empty stored block.
 Status compress_chunk(const std::uint8_t* in, std::size_t n, int level, std::vector<std::uint8_t>* out);
+
+// This thread's libdeflate decompressor (made on first use, kept until the
+// thread ends); null when it cannot be made.
+libdeflate_decompressor* decompressor();
 
 // Inflates one chunk of an indexed stream, in[0, n), that must produce
 // between 1 and `capacity` bytes at out; *produced receives the size.

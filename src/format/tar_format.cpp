@@ -6,8 +6,6 @@
 #include <optional>
 #include <string_view>
 
-#include "gpu/tar_body.hpp"
-
 namespace tandem::tar {
 
 namespace {
@@ -16,8 +14,8 @@ namespace {
 struct Field {
   std::size_t at, size;
 };
-constexpr Field kName{0, 100}, kMode{100, 8}, kSize{124, 12}, kMtime{136, 12},
-    kLinkname{157, 100}, kMagic{257, 6}, kPrefix{345, 155};
+constexpr Field kName{0, 100}, kMode{100, 8}, kSize{124, 12}, kMtime{136, 12}, kLinkname{157, 100}, kMagic{257, 6},
+    kPrefix{345, 155};
 constexpr std::size_t kTypeflag = 156;
 
 std::string_view text(const std::uint8_t* h, Field f) {

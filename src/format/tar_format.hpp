@@ -15,11 +15,12 @@
 #include <string>
 #include <vector>
 
+#include "gpu/tar_body.hpp"
 #include "tandem/tandem.hpp"
 
 namespace tandem::tar {
 
-inline constexpr std::size_t kBlockBytes = 512;
+inline constexpr std::size_t kBlockBytes = tar_body::kBlockBytes;
 
 enum class Kind : std::uint8_t {
   file,       // '0', NUL, '7' (contiguous)

@@ -259,13 +259,11 @@ Status extract_into(std::span<const std::uint8_t> a, const Entry& e, std::uint8_
   if (e.method == kStored) {
     if (!src.empty()) std::memcpy(out, src.data(), src.size());
   } else if (e.method == kDeflate) {
-    // One decompressor a thread: an archive's entries are many and small.
-    thread_local std::unique_ptr<libdeflate_decompressor, decltype(&libdeflate_free_decompressor)> d(
-        libdeflate_alloc_decompressor(), &libdeflate_free_decompressor);
+    // The thread's decompressor: an archive's entries are many and small.
+    libdeflate_decompressor* const d = deflate_cpu::decompressor();
     if (!d) return {StatusCode::out_of_memory, "libdeflate decompressor"};
     std::size_t used = 0, got = 0;
-    const libdeflate_result r =
-        libdeflate_deflate_decompress_ex(d.get(), src.data(), src.size(), out, size, &used, &got);
+    const libdeflate_result r = libdeflate_deflate_decompress_ex(d, src.data(), src.size(), out, size, &used, &got);
     if (r == LIBDEFLATE_INSUFFICIENT_SPACE) return bad("deflate data decodes to more than the entry's size");
     if (r != LIBDEFLATE_SUCCESS) return bad("malformed deflate data in a ZIP entry");
     if (got != size) return bad("deflate data decodes to less than the entry's size");
