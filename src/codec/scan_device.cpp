@@ -1240,11 +1240,10 @@ Status Batch::fetch_whole(const std::vector<Op*>& ops, const std::vector<char>& 
 // `layer_of` (those without device bytes keep theirs), in one dispatch.
 Status Batch::device_checks(const std::vector<Region>& crc_of, std::vector<std::uint32_t>* crcs,
                             const std::vector<Region>& layer_of, std::vector<Layer>* layers) {
-  const std::vector<Region>& outputs = crc_of;
   std::vector<gpu::ScanCrcPiece> pieces;
-  std::vector<std::pair<std::size_t, std::size_t>> range(outputs.size(), {0, 0});
-  for (std::size_t i = 0; i < outputs.size(); ++i) {
-    const Region& out = outputs[i];
+  std::vector<std::pair<std::size_t, std::size_t>> range(crc_of.size(), {0, 0});
+  for (std::size_t i = 0; i < crc_of.size(); ++i) {
+    const Region& out = crc_of[i];
     if (!out.dev) continue;
     range[i].first = pieces.size();
     for (std::uint64_t at = 0; at < out.size; at += gpu::kScanCrcPiece) {
@@ -1270,7 +1269,7 @@ Status Batch::device_checks(const std::vector<Region>& crc_of, std::vector<std::
   // The first piece's CRC-32 is the output's so far (joined to the CRC-32 of
   // nothing it would stay the same), so most outputs, one piece long, need
   // no combine at all.
-  for_runs(outputs.size(), [&](std::size_t, std::size_t begin, std::size_t end) {
+  for_runs(crc_of.size(), [&](std::size_t, std::size_t begin, std::size_t end) {
     for (std::size_t i = begin; i < end; ++i) {
       if (range[i].first == range[i].second) continue;
       uLong crc = pieces[range[i].first].crc;
@@ -1355,8 +1354,8 @@ Status Batch::upload_cpu_outputs(const std::vector<Op*>& ops) {
       dev = op->room;  // (host memory as well when emulated)
       if (!dev_.emulated()) stats_.host_to_device_bytes += n;
     } else if (!dev_.emulated()) {
+      uploads.push_back({d + at, host, static_cast<std::size_t>(n), true});
       dev = d + at;
-      uploads.push_back({const_cast<std::uint8_t*>(dev), host, static_cast<std::size_t>(n), true});
       stats_.host_to_device_bytes += n;
       at += (n + 255) / 256 * 256;
     }

@@ -468,9 +468,10 @@ TANDEM_HD InflateStatus inflate_codes(BitReader& br, const InflateTables& t, std
 // for d <= the batch's longest distance is earlier output; `stage` gets the
 // same bytes. Every byte is found by its own lane, kLanes * 4 bytes at a
 // step: its token (a binary search over the tokens' starts), then its value:
-// a literal's byte (of a pair of literals, the one at its offset); for a match, the byte it copies, taken back to the
-// match's first period (out[-distance + offset % distance] when the match
-// overlaps itself), so that the source is always before the match. Sources
+// a literal's byte (of a pair of literals, the one at its offset); for a
+// match, the byte it copies, taken back to the match's first period
+// (out[-distance + offset % distance] when the match overlaps itself), so
+// that the source is always before the match. Sources
 // before the batch are loaded from out (the step's loads all in flight
 // together), those in an earlier round of the batch from stage, those in the
 // same round from their lanes once known.

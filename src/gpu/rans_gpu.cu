@@ -182,9 +182,8 @@ std::size_t hist_tiles(std::size_t max_size) { return std::max<std::size_t>(1, (
 
 struct CompressLayout {
   std::uint32_t max_chunks = 0;
-  std::size_t counts = 0, tile_counts = 0, enc = 0, info = 0, hist_units = 0, chunk_units = 0, single_items = 0, meta = 0, offsets = 0,
-              states = 0,
-              words = 0, total = 0;
+  std::size_t counts = 0, tile_counts = 0, enc = 0, info = 0, hist_units = 0, chunk_units = 0, single_items = 0,
+              meta = 0, offsets = 0, states = 0, words = 0, total = 0;
 };
 
 Status compress_layout(std::size_t n, std::size_t max_item_size, const rans::Params& p, CompressLayout* l) {
