@@ -193,6 +193,38 @@ struct Op {
   bool sent = false;             // host_out went up into room
 };
 
+// The CRC-32 pieces of `size` device bytes at `dev`.
+void add_crc_pieces(const std::uint8_t* dev, std::uint64_t size, std::vector<gpu::ScanCrcPiece>* pieces) {
+  for (std::uint64_t at = 0; at < size; at += gpu::kScanCrcPiece) {
+    gpu::ScanCrcPiece p;
+    p.data = dev + at;
+    p.size = static_cast<std::uint32_t>(std::min<std::uint64_t>(gpu::kScanCrcPiece, size - at));
+    pieces->push_back(p);
+  }
+}
+
+// The CRC-32 of pieces [first, last), joined. The first piece's CRC-32 is
+// the output's so far (joined to the CRC-32 of nothing it would stay the
+// same), so most outputs, one piece long, need no combine at all.
+std::uint32_t joined_crc(const std::vector<gpu::ScanCrcPiece>& pieces, std::size_t first, std::size_t last) {
+  static const uLong join_piece = crc32_combine_gen(static_cast<z_off_t>(gpu::kScanCrcPiece));
+  uLong crc = pieces[first].crc;
+  for (std::size_t k = first + 1; k < last; ++k) {
+    crc = pieces[k].size == gpu::kScanCrcPiece ? crc32_combine_op(crc, pieces[k].crc, join_piece)
+                                               : crc32_combine(crc, pieces[k].crc, static_cast<z_off_t>(pieces[k].size));
+  }
+  return static_cast<std::uint32_t>(crc);
+}
+
+// An output checked in its decoders' dispatch (Batch::dispatch): the size
+// its blocks must give, its layer job, and its CRC-32 pieces [crc_first,
+// crc_last) (none without a CRC-32 to check).
+struct Checked {
+  std::uint64_t size = 0;
+  std::size_t layer = SIZE_MAX;  // none: checked after the dispatch
+  std::size_t crc_first = 0, crc_last = 0;
+};
+
 // Parsed containers, kept across passes.
 struct ZipParse {
   Status status;
@@ -535,9 +567,6 @@ class Batch {
     }
     return false;
   }
-  // Whether the last dispatch decoded a container (or a compressed layer):
-  // if not, a discovery walk would record nothing new.
-  bool went_deeper() const { return deeper_; }
 
   const ZipParse& zip_of(const Region& r, std::size_t archive) {
     auto& slot = host_->archives[archive].zips[{r.host, r.size}];
@@ -663,7 +692,6 @@ class Batch {
   std::vector<void*> allocations_;
   std::vector<std::uint8_t*> pinned_;  // host_alloc's, for the CPU pool's outputs
   std::vector<std::uint64_t> decoded_;  // per archive: bytes all its ops produced (bounds the work)
-  bool deeper_ = true;
 };
 
 // ------------------------------------------------------- the block layout ----
@@ -955,12 +983,24 @@ Status Batch::dispatch() {
   std::vector<gpu::ScanDecodeJob> inflates, lz4s;
   std::vector<gpu::ScanCopyJob> copies;
   std::vector<gpu::ScanUpload> host_pieces;  // zstd frames libzstd decoded: one upload
-  for (Op* op : ops) {
+  // An output whose size its blocks fix before they run (every piece of an
+  // exact size) is checked in the decoders' dispatch: the CRC-32 pieces and
+  // the layer job over that size go with it, read only if the blocks give
+  // exactly it. The rest are checked in a dispatch of their own afterwards.
+  std::vector<gpu::ScanCrcPiece> crc_pieces;
+  std::vector<gpu::ScanLayerJob> layer_jobs;
+  std::vector<Checked> checked(ops.size());
+  for (std::size_t i = 0; i < ops.size(); ++i) {
+    Op* op = ops[i];
     if (op->on_cpu) continue;
     std::uint8_t* out = base + op->out.size;
     op->out = {nullptr, nullptr, out, op->out_bytes};
+    bool known = true;
+    std::uint64_t end = 0;
     for (Piece& p : op->pieces) {
       const std::uint8_t* in = op->in.dev + p.job;
+      known = known && p.exact;
+      if (p.kind != Piece::copy || p.mode != gpu::ScanCopyMode::unsupported) end = std::max(end, p.out_at + p.size);
       switch (p.kind) {
         case Piece::inflate:
         case Piece::lz4: {
@@ -991,6 +1031,16 @@ Status Batch::dispatch() {
           break;
       }
     }
+    if (!known || end > op->out_bytes) continue;
+    Checked& c = checked[i];
+    c.size = end;
+    c.layer = layer_jobs.size();
+    layer_jobs.push_back({out, end});
+    if (std::any_of(op->checks.begin(), op->checks.end(), [](const Check& k) { return k.kind == Check::crc32; })) {
+      c.crc_first = crc_pieces.size();
+      add_crc_pieces(out, end, &crc_pieces);
+      c.crc_last = crc_pieces.size();
+    }
   }
   if (!host_pieces.empty()) {
     if (Status s = waited([&] { return dev_.upload_many(host_pieces); }); !s) return s;
@@ -998,18 +1048,20 @@ Status Batch::dispatch() {
   if (!inflates.empty()) ++stats_.dispatches;
   if (!lz4s.empty()) ++stats_.dispatches;
   if (!copies.empty()) ++stats_.dispatches;
+  if (!crc_pieces.empty() || !layer_jobs.empty()) ++stats_.dispatches;
   if (Status s = uploaded(&DeviceScanStats::device_seconds); !s) return s;
-  if (Status s = waited([&] { return dev_.inflate(inflates); }); !s) return s;
-  if (Status s = waited([&] { return dev_.lz4(lz4s); }); !s) return s;
-  if (Status s = waited([&] { return dev_.copy(copies); }); !s) return s;
+  if (Status s = waited([&] { return dev_.decode(inflates, lz4s, copies, crc_pieces, layer_jobs); }); !s) return s;
 
-  // Each output's blocks (and the tally of the pieces, for the stats).
+  // Each output's blocks (and the tally of the pieces, for the stats), and
+  // the checks of those that had them in the dispatch.
   struct Tally {
     std::uint64_t gpu_blocks = 0, gpu_bytes = 0, cpu_blocks = 0, cpu_bytes = 0, unsupported = 0, rejected = 0;
-    bool deeper = false;  // a good output that is a layer to parse
   };
   std::vector<Tally> tallies(runs(ops.size()));
   std::vector<char> good(ops.size(), 0);
+  std::vector<std::uint32_t> device_crc(ops.size(), 0);
+  std::vector<Layer> layer(ops.size(), Layer::file);
+  std::vector<char> later(ops.size(), 0);  // good, and checked after the dispatch
   for_runs(ops.size(), [&](std::size_t r, std::size_t begin, std::size_t end) {
     Tally& t = tallies[r];
     for (std::size_t i = begin; i < end; ++i) {
@@ -1026,25 +1078,33 @@ Status Batch::dispatch() {
           ++t.gpu_blocks;
         }
       }
+      if (!good[i]) continue;
+      const Checked& c = checked[i];
+      if (c.layer == SIZE_MAX || op.out.size != c.size) {
+        later[i] = 1;
+        continue;
+      }
+      layer[i] = layer_jobs[c.layer].layer;
+      if (c.crc_first != c.crc_last) device_crc[i] = joined_crc(crc_pieces, c.crc_first, c.crc_last);
     }
   });
   // The device classifies each good output by its first bytes (a file, or
   // a layer to parse) and takes the CRC-32s: only the layers, and outputs
   // with an xxHash to check, come back, whole.
-  std::vector<Region> crc(ops.size()), head(ops.size());
-  for_runs(ops.size(), [&](std::size_t, std::size_t begin, std::size_t end) {
-    for (std::size_t i = begin; i < end; ++i) {
-      if (!good[i]) continue;
-      const Op& op = *ops[i];
-      head[i] = op.out;
-      for (const Check& c : op.checks) {
-        if (c.kind == Check::crc32) crc[i] = op.out;
+  if (std::find(later.begin(), later.end(), 1) != later.end()) {
+    std::vector<Region> crc(ops.size()), head(ops.size());
+    for_runs(ops.size(), [&](std::size_t, std::size_t begin, std::size_t end) {
+      for (std::size_t i = begin; i < end; ++i) {
+        if (!later[i]) continue;
+        const Op& op = *ops[i];
+        head[i] = op.out;
+        for (const Check& c : op.checks) {
+          if (c.kind == Check::crc32) crc[i] = op.out;
+        }
       }
-    }
-  });
-  std::vector<std::uint32_t> device_crc(ops.size(), 0);
-  std::vector<Layer> layer(ops.size(), Layer::file);
-  if (Status s = device_checks(crc, &device_crc, head, &layer); !s) return s;
+    });
+    if (Status s = device_checks(crc, &device_crc, head, &layer); !s) return s;
+  }
   // file: a good output that is no layer to parse (the walk goes no deeper
   // for it, and needs none of its bytes on the host).
   std::vector<char> whole(ops.size(), 0), file(ops.size(), 0);
@@ -1079,7 +1139,6 @@ Status Batch::dispatch() {
       if (good[i] && verify_checks(op, device_crc[i])) {
         op.state = OpState::ok;
         t.gpu_bytes += op.out.size;
-        t.deeper = t.deeper || !file[i];
         if (op.archive != archive) add_decoded(), archive = op.archive;
         decoded += op.out.size;
       } else {
@@ -1094,9 +1153,7 @@ Status Batch::dispatch() {
   for (std::size_t i = 0; i < ops.size(); ++i) {
     if (reject[i]) rejected.push_back(ops[i]);
   }
-  deeper_ = false;
   for (const Tally& t : tallies) {
-    deeper_ = deeper_ || t.deeper;
     stats_.gpu_blocks += t.gpu_blocks;
     stats_.gpu_bytes += t.gpu_bytes;
     stats_.cpu_blocks += t.cpu_blocks;
@@ -1130,7 +1187,6 @@ Status Batch::dispatch() {
   for (const Op* op : cpu) {
     if (op->state != OpState::ok) continue;
     decoded_[op->archive] += op->out.size;
-    deeper_ = deeper_ || layer_of(op->out.head, static_cast<std::size_t>(op->out.size)) != Layer::file;
   }
   clock_.lap(&DeviceScanStats::device_seconds);
   return {};
@@ -1246,12 +1302,7 @@ Status Batch::device_checks(const std::vector<Region>& crc_of, std::vector<std::
     const Region& out = crc_of[i];
     if (!out.dev) continue;
     range[i].first = pieces.size();
-    for (std::uint64_t at = 0; at < out.size; at += gpu::kScanCrcPiece) {
-      gpu::ScanCrcPiece p;
-      p.data = out.dev + at;
-      p.size = static_cast<std::uint32_t>(std::min<std::uint64_t>(gpu::kScanCrcPiece, out.size - at));
-      pieces.push_back(p);
-    }
+    add_crc_pieces(out.dev, out.size, &pieces);
     range[i].second = pieces.size();
   }
   std::vector<gpu::ScanLayerJob> jobs;
@@ -1265,20 +1316,9 @@ Status Batch::device_checks(const std::vector<Region>& crc_of, std::vector<std::
   ++stats_.dispatches;
   if (Status s = waited([&] { return dev_.check(pieces, jobs); }); !s) return s;
   for (std::size_t k = 0; k < jobs.size(); ++k) (*layers)[which[k]] = jobs[k].layer;
-  static const uLong join_piece = crc32_combine_gen(static_cast<z_off_t>(gpu::kScanCrcPiece));
-  // The first piece's CRC-32 is the output's so far (joined to the CRC-32 of
-  // nothing it would stay the same), so most outputs, one piece long, need
-  // no combine at all.
   for_runs(crc_of.size(), [&](std::size_t, std::size_t begin, std::size_t end) {
     for (std::size_t i = begin; i < end; ++i) {
-      if (range[i].first == range[i].second) continue;
-      uLong crc = pieces[range[i].first].crc;
-      for (std::size_t k = range[i].first + 1; k < range[i].second; ++k) {
-        crc = pieces[k].size == gpu::kScanCrcPiece
-                  ? crc32_combine_op(crc, pieces[k].crc, join_piece)
-                  : crc32_combine(crc, pieces[k].crc, static_cast<z_off_t>(pieces[k].size));
-      }
-      (*crcs)[i] = static_cast<std::uint32_t>(crc);
+      if (range[i].first != range[i].second) (*crcs)[i] = joined_crc(pieces, range[i].first, range[i].second);
     }
   });
   return {};
@@ -1367,14 +1407,20 @@ Status Batch::upload_cpu_outputs(const std::vector<Op*>& ops) {
 
 // ---------------------------------------------------------------- the walk ----
 
-// One archive walked as scan() walks it. Discovery walks record the ops they
-// meet undecoded and leave what is below them for a later pass; the final
-// walk lists every entry, with the CPU deciding where an op's result does
-// not stand.
+// One archive walked as scan() walks it. A final walk lists every entry,
+// with the CPU deciding where an op's result does not stand. A walk that
+// tries (each pass's) is a final walk until it meets an op that no dispatch
+// has seen, whose input is on the device: from there on it is a discovery
+// walk, which records the ops it meets undecoded, leaves what is below them
+// for a later pass, and lists nothing. A walk that recorded nothing is the
+// archive's final walk.
 class Walker {
  public:
-  Walker(Batch& batch, const ScanLimits& limits, std::size_t archive, bool final)
-      : batch_(batch), limits_(limits), archive_(archive), final_(final), budget_(limits) {}
+  enum class Mode : std::uint8_t { trying, final };
+  Walker(Batch& batch, const ScanLimits& limits, std::size_t archive, Mode mode)
+      : batch_(batch), limits_(limits), archive_(archive), trying_(mode == Mode::trying), budget_(limits) {}
+  // Whether the walk recorded ops (and so listed nothing).
+  bool recorded() const { return !final_; }
 
   Status walk(const Region& data, const std::string& path, const std::string& codec, int layer, int depth) {
     const Layer kind = data.file ? Layer::file : layer_of(data.head, static_cast<std::size_t>(data.size));
@@ -1403,9 +1449,19 @@ class Walker {
     return {kept.data(), kept.data(), nullptr, kept.size()};
   }
 
-  // In a discovery walk: records `op` if it is new, with the most the walk
-  // allows it (the final walk never allows more).
+  // Whether the walk records `op` instead of deciding it on the CPU: in a
+  // discovery walk always (record() skips those already seen); in a trying
+  // one when no dispatch has seen it and the device has its input.
+  bool records(const Op& op) const { return !final_ || (trying_ && op.state == OpState::fresh && op.in.dev); }
+  // Records `op` if it is new, with the most the walk allows it (the final
+  // walk never allows more); a trying walk is a discovery walk from now on.
   void record(Op& op, std::uint64_t allowed) {
+    if (final_) {
+      final_ = false;
+      entries.clear();
+      sources.clear();
+      bytes = 0;
+    }
     if (op.state != OpState::fresh) return;
     op.cap = allowed;
     batch_.record(&op);
@@ -1421,7 +1477,7 @@ class Walker {
       budget_.produced += op.out.size;
       return walk(op.out, final_ ? without_suffix(path, kind) : std::string(), how, layer, depth + 1);
     }
-    if (!final_) {
+    if (records(op)) {
       record(op, allowed);
       return {};
     }
@@ -1459,7 +1515,7 @@ class Walker {
           if (Status w = walk(op.out, member, how, layer + 1, depth + 1); !w) return w;
           continue;
         }
-        if (!final_) record(op, allowed);
+        if (records(op)) record(op, allowed);
       }
       if (!final_) continue;
       // scan()'s own extraction decides.
@@ -1516,7 +1572,8 @@ class Walker {
   Batch& batch_;
   const ScanLimits& limits_;
   std::size_t archive_;
-  bool final_;
+  bool trying_;
+  bool final_ = true;
   Budget budget_;
   std::uint64_t count_ = 0;
 };
@@ -1534,29 +1591,34 @@ Status scan_roots(std::vector<Root>& roots, const ScanLimits& limits, gpu::ScanD
                   ArchiveUpload* upload) {
   DeviceScanStats& stats = result->stats;
   Batch batch(dev, limits, options, roots.size(), &stats, clock, upload);
-  // Discovery passes, a layer of nesting deeper each, until nothing is new
-  // (or the last dispatch decoded only files, below which nothing can be).
-  // An archive's walks touch only its own state: the archives walk at once.
-  for (std::int64_t pass = 0; pass == 0 || batch.went_deeper(); ++pass) {
-    detail::parallel_for(roots.size(), batch.threads(), [&](std::size_t a) {
-      Walker w(batch, limits, a, false);
-      (void)w.walk(roots[a].region, roots[a].name, "", 0, 0);
-    });
-    clock.lap(&DeviceScanStats::walk_seconds);
-    if (!batch.has_pending()) break;
-    if (Status s = batch.dispatch(); !s) return s;
-    if (pass > static_cast<std::int64_t>(limits.max_depth) + 2) break;  // cannot happen: each pass goes a layer deeper
-  }
-  // The final walks, and the gather of every entry's bytes.
-  Status call;
+  // Passes, a layer of nesting deeper each, until nothing is new: each
+  // walks the archives that recorded ops in the last (all, the first time),
+  // trying to be their final walk, and dispatches what they recorded.
   std::vector<gpu::ScanCopyJob> gather;
   std::vector<std::pair<std::uint64_t, Region>> uploads;  // (offset in the result, host bytes)
   std::uint64_t total = 0;
   // Held by the batch: their sources and names go with its host state.
   std::vector<std::optional<Walker>>& walkers = batch.hold(std::vector<std::optional<Walker>>(roots.size()));
   std::vector<Status> walked(roots.size());
+  std::vector<char> listed(roots.size(), 0);  // the archive's final walk is done
+  for (std::int64_t pass = 0;; ++pass) {
+    detail::parallel_for(roots.size(), batch.threads(), [&](std::size_t a) {
+      if (listed[a]) return;
+      Walker& w = walkers[a].emplace(batch, limits, a, Walker::Mode::trying);
+      walked[a] = w.walk(roots[a].region, roots[a].name, "", 0, 0);
+      listed[a] = !w.recorded();
+    });
+    clock.lap(&DeviceScanStats::walk_seconds);
+    if (!batch.has_pending()) break;
+    if (Status s = batch.dispatch(); !s) return s;
+    if (pass > static_cast<std::int64_t>(limits.max_depth) + 2) break;  // cannot happen: each pass goes a layer deeper
+  }
+  // The final walks of any archive left (the CPU decides what no dispatch
+  // did), and the gather of every entry's bytes.
+  Status call;
   detail::parallel_for(roots.size(), batch.threads(), [&](std::size_t a) {
-    Walker& w = walkers[a].emplace(batch, limits, a, true);
+    if (listed[a]) return;
+    Walker& w = walkers[a].emplace(batch, limits, a, Walker::Mode::final);
     walked[a] = w.walk(roots[a].region, roots[a].name, "", 0, 0);
   });
   clock.lap(&DeviceScanStats::final_walk_seconds);

@@ -2,10 +2,11 @@
 // the device's default memory pool (cudaMallocAsync and cudaFreeAsync on the
 // call's stream; the pool keeps what a call frees for the next one), the
 // result's from cudaMalloc; transfers and launches on the caller's stream;
-// one launch per dispatch: inflate_async, lz4_decompress_async, or the copy
-// kernel (scan_gpu_body.hpp, a thread block per descriptor, grid-stride).
-// Each dispatch packs its descriptors into one upload, launches, and brings
-// the sizes and statuses back in one download.
+// one launch per list of a dispatch: inflate_async, lz4_decompress_async,
+// then the copy kernel (scan_gpu_body.hpp, a thread block per descriptor,
+// grid-stride), the CRC-32 and the layer kernels. A dispatch packs all its
+// descriptors into one upload, launches, and brings the sizes, statuses and
+// checks back in one download.
 //
 // Transfers of pageable host memory go through pinned memory kept across
 // calls (a StagePool lease: two halves and a buffer for descriptors), in
@@ -538,101 +539,26 @@ class CudaScanDevice final : public ScanDevice {
     return {};
   }
 
-  Status check(std::span<ScanCrcPiece> pieces, std::span<ScanLayerJob> layers) override {
-    const std::size_t n = pieces.size(), m = layers.size();
-    if (!n && !m) return {};
+  Status decode(std::span<ScanDecodeJob> inflates, std::span<ScanDecodeJob> lz4s, std::span<ScanCopyJob> copies,
+                std::span<ScanCrcPiece> pieces, std::span<ScanLayerJob> layers) override {
+    const std::size_t ni = inflates.size(), nl = lz4s.size(), nc = copies.size(), np = pieces.size(),
+                      nj = layers.size();
+    if (!ni && !nl && !nc && !np && !nj) return {};
+    // The arrays that only go up first, then those that come back (from
+    // `back` on: the CRC pieces and layer jobs, which go both ways, and the
+    // results), so that one download brings them all.
     Staging st;
-    const std::size_t a = st.put(pieces.data(), n);
-    const std::size_t b = st.put(layers.data(), m);
-    std::uint8_t* d = nullptr;
-    if (Status s = stage(st, &d); !s) return s;
-    if (n) {
-      const unsigned grid = static_cast<unsigned>(std::min<std::size_t>((n + 3) / 4, 1u << 16));
-      scan_crc_kernel<<<grid, 128, 0, stream_>>>(reinterpret_cast<ScanCrcPiece*>(d + a), n);
-      if (Status s = launch_status(); !s) return s;
-    }
-    if (m) {
-      const unsigned grid = static_cast<unsigned>(std::min<std::size_t>((m + 127) / 128, 1u << 16));
-      scan_layer_kernel<<<grid, 128, 0, stream_>>>(reinterpret_cast<ScanLayerJob*>(d + b), m);
-      if (Status s = launch_status(); !s) return s;
-    }
-    if (Status s = fetch(st, d, a); !s) return s;
-    for (std::size_t i = 0; i < n; ++i) pieces[i] = st.at<ScanCrcPiece>(a, i);
-    for (std::size_t i = 0; i < m; ++i) layers[i] = st.at<ScanLayerJob>(b, i);
-    return {};
-  }
-
-  Status inflate(std::span<ScanDecodeJob> jobs) override {
-    const std::size_t n = jobs.size();
-    if (!n) return {};
-    Staging st;
-    const StagedJobs a = stage_jobs(st, jobs);
-    const std::size_t a_got = st.reserve(n * sizeof(std::size_t)), a_used = st.reserve(n * sizeof(std::size_t)),
-                      a_status = st.reserve(n * sizeof(InflateStatus)), a_end = st.reserve(n * sizeof(InflateEnd));
-    std::uint8_t* d = nullptr;
-    if (Status s = stage(st, &d); !s) return s;
-    if (Status s = inflate_async(reinterpret_cast<const void* const*>(d + a.in),
-                                 reinterpret_cast<const std::size_t*>(d + a.sizes), n, nullptr, 0,
-                                 reinterpret_cast<void* const*>(d + a.out),
-                                 reinterpret_cast<const std::size_t*>(d + a.caps),
-                                 reinterpret_cast<std::size_t*>(d + a_got),
-                                 reinterpret_cast<InflateStatus*>(d + a_status), reinterpret_cast<InflateEnd*>(d + a_end),
-                                 reinterpret_cast<std::size_t*>(d + a_used), reinterpret_cast<Stream>(stream_));
-        !s) {
-      return s;
-    }
-    if (Status s = fetch(st, d, a_got); !s) return s;
-    for (std::size_t k = 0; k < n; ++k) {
-      ScanDecodeJob& j = jobs[a.order[k]];
-      j.out_size = st.at<std::size_t>(a_got, k);
-      j.in_used = st.at<std::size_t>(a_used, k);
-      j.ok = st.at<InflateStatus>(a_status, k) == InflateStatus::ok &&
-             st.at<InflateEnd>(a_end, k) == InflateEnd::final_block;
-    }
-    return {};
-  }
-
-  Status lz4(std::span<ScanDecodeJob> jobs) override {
-    const std::size_t n = jobs.size();
-    if (!n) return {};
-    Staging st;
-    const StagedJobs a = stage_jobs(st, jobs);
-    std::size_t temp = 0;
-    if (Status s = lz4_decompress_temp_size(n, a.max_cap, &temp); !s) return s;
-    const std::size_t a_temp = st.reserve(temp);  // before the results, which alone come back
-    const std::size_t a_got = st.reserve(n * sizeof(std::size_t)), a_status = st.reserve(n * sizeof(ItemStatus));
-    std::uint8_t* d = nullptr;
-    if (Status s = stage(st, &d); !s) return s;
-    if (Status s = lz4_decompress_async(reinterpret_cast<const void* const*>(d + a.in),
-                                        reinterpret_cast<const std::size_t*>(d + a.sizes), a.max_cap, n,
-                                        temp ? d + a_temp : nullptr, temp, reinterpret_cast<void* const*>(d + a.out),
-                                        reinterpret_cast<const std::size_t*>(d + a.caps),
-                                        reinterpret_cast<std::size_t*>(d + a_got),
-                                        reinterpret_cast<ItemStatus*>(d + a_status), reinterpret_cast<Stream>(stream_));
-        !s) {
-      return s;
-    }
-    if (Status s = fetch(st, d, a_got); !s) return s;
-    for (std::size_t i = 0; i < n; ++i) {
-      ScanDecodeJob& j = jobs[a.order[i]];
-      j.out_size = st.at<std::size_t>(a_got, i);
-      j.ok = st.at<ItemStatus>(a_status, i) == ItemStatus::ok;
-      j.in_used = j.in_size;
-    }
-    return {};
-  }
-
-  Status copy(std::span<ScanCopyJob> jobs) override {
-    if (jobs.empty()) return {};
-    // A thread block per item, so large items go in pieces of kCopyPiece
-    // bytes (whose statuses are the item's: they depend on its pointers and
-    // mode only).
+    const StagedJobs ai = stage_jobs(st, inflates);
+    const StagedJobs al = stage_jobs(st, lz4s);
+    // A thread block per copy item, so large copies go in pieces of
+    // kCopyPiece bytes (whose statuses are the copy's: they depend on its
+    // pointers and mode only).
     constexpr std::uint64_t kCopyPiece = 1u << 20;
     std::vector<ScanCopyItem> items;
-    std::vector<std::size_t> first(jobs.size() + 1);
-    for (std::size_t i = 0; i < jobs.size(); ++i) {
+    std::vector<std::size_t> first(nc + 1);
+    for (std::size_t i = 0; i < nc; ++i) {
       first[i] = items.size();
-      const ScanCopyItem& it = jobs[i].item;
+      const ScanCopyItem& it = copies[i].item;
       if (it.size <= kCopyPiece || scan_copy_status(it) != ScanCopyStatus::ok) {
         items.push_back(it);
         continue;
@@ -645,19 +571,78 @@ class CudaScanDevice final : public ScanDevice {
         items.push_back(piece);
       }
     }
-    first[jobs.size()] = items.size();
-    const std::size_t n = items.size();
-    Staging st;
-    const std::size_t a_items = st.put(items.data(), n);
-    const std::size_t a_status = st.reserve(n * sizeof(ScanCopyStatus));
+    first[nc] = items.size();
+    const std::size_t n_items = items.size();
+    const std::size_t c_items = st.put(items.data(), n_items);
+    std::size_t temp = 0;
+    if (nl) {
+      if (Status s = lz4_decompress_temp_size(nl, al.max_cap, &temp); !s) return s;
+    }
+    const std::size_t l_temp = st.reserve(temp);
+    const std::size_t back = st.put(pieces.data(), np);
+    const std::size_t j_layers = st.put(layers.data(), nj);
+    const std::size_t i_got = st.reserve(ni * sizeof(std::size_t)), i_used = st.reserve(ni * sizeof(std::size_t)),
+                      i_status = st.reserve(ni * sizeof(InflateStatus)), i_end = st.reserve(ni * sizeof(InflateEnd));
+    const std::size_t l_got = st.reserve(nl * sizeof(std::size_t)), l_status = st.reserve(nl * sizeof(ItemStatus));
+    const std::size_t c_status = st.reserve(n_items * sizeof(ScanCopyStatus));
     std::uint8_t* d = nullptr;
     if (Status s = stage(st, &d); !s) return s;
-    const unsigned grid = static_cast<unsigned>(std::min<std::size_t>(n, 1u << 16));
-    scan_copy_kernel<<<grid, 256, 0, stream_>>>(reinterpret_cast<const ScanCopyItem*>(d + a_items), n,
-                                                 reinterpret_cast<ScanCopyStatus*>(d + a_status));
-    if (Status s = launch_status(); !s) return s;
-    if (Status s = fetch(st, d, a_status); !s) return s;
-    for (std::size_t i = 0; i < jobs.size(); ++i) jobs[i].status = st.at<ScanCopyStatus>(a_status, first[i]);
+    if (ni) {
+      if (Status s = inflate_async(reinterpret_cast<const void* const*>(d + ai.in),
+                                   reinterpret_cast<const std::size_t*>(d + ai.sizes), ni, nullptr, 0,
+                                   reinterpret_cast<void* const*>(d + ai.out),
+                                   reinterpret_cast<const std::size_t*>(d + ai.caps),
+                                   reinterpret_cast<std::size_t*>(d + i_got), reinterpret_cast<InflateStatus*>(d + i_status),
+                                   reinterpret_cast<InflateEnd*>(d + i_end), reinterpret_cast<std::size_t*>(d + i_used),
+                                   reinterpret_cast<Stream>(stream_));
+          !s) {
+        return s;
+      }
+    }
+    if (nl) {
+      if (Status s = lz4_decompress_async(reinterpret_cast<const void* const*>(d + al.in),
+                                          reinterpret_cast<const std::size_t*>(d + al.sizes), al.max_cap, nl,
+                                          temp ? d + l_temp : nullptr, temp, reinterpret_cast<void* const*>(d + al.out),
+                                          reinterpret_cast<const std::size_t*>(d + al.caps),
+                                          reinterpret_cast<std::size_t*>(d + l_got),
+                                          reinterpret_cast<ItemStatus*>(d + l_status), reinterpret_cast<Stream>(stream_));
+          !s) {
+        return s;
+      }
+    }
+    if (n_items) {
+      const unsigned grid = static_cast<unsigned>(std::min<std::size_t>(n_items, 1u << 16));
+      scan_copy_kernel<<<grid, 256, 0, stream_>>>(reinterpret_cast<const ScanCopyItem*>(d + c_items), n_items,
+                                                   reinterpret_cast<ScanCopyStatus*>(d + c_status));
+      if (Status s = launch_status(); !s) return s;
+    }
+    if (np) {
+      const unsigned grid = static_cast<unsigned>(std::min<std::size_t>((np + 3) / 4, 1u << 16));
+      scan_crc_kernel<<<grid, 128, 0, stream_>>>(reinterpret_cast<ScanCrcPiece*>(d + back), np);
+      if (Status s = launch_status(); !s) return s;
+    }
+    if (nj) {
+      const unsigned grid = static_cast<unsigned>(std::min<std::size_t>((nj + 127) / 128, 1u << 16));
+      scan_layer_kernel<<<grid, 128, 0, stream_>>>(reinterpret_cast<ScanLayerJob*>(d + j_layers), nj);
+      if (Status s = launch_status(); !s) return s;
+    }
+    if (Status s = fetch(st, d, back); !s) return s;
+    for (std::size_t k = 0; k < ni; ++k) {
+      ScanDecodeJob& j = inflates[ai.order[k]];
+      j.out_size = st.at<std::size_t>(i_got, k);
+      j.in_used = st.at<std::size_t>(i_used, k);
+      j.ok = st.at<InflateStatus>(i_status, k) == InflateStatus::ok &&
+             st.at<InflateEnd>(i_end, k) == InflateEnd::final_block;
+    }
+    for (std::size_t k = 0; k < nl; ++k) {
+      ScanDecodeJob& j = lz4s[al.order[k]];
+      j.out_size = st.at<std::size_t>(l_got, k);
+      j.ok = st.at<ItemStatus>(l_status, k) == ItemStatus::ok;
+      j.in_used = j.in_size;
+    }
+    for (std::size_t i = 0; i < nc; ++i) copies[i].status = st.at<ScanCopyStatus>(c_status, first[i]);
+    for (std::size_t i = 0; i < np; ++i) pieces[i].crc = st.at<ScanCrcPiece>(back, i).crc;
+    for (std::size_t i = 0; i < nj; ++i) layers[i].layer = st.at<ScanLayerJob>(j_layers, i).layer;
     return {};
   }
 

@@ -4,10 +4,10 @@
 // the emulation (scan_gpu_emulate.cpp), where device memory is host memory
 // and the kernels' bodies run on the CPU: the same descriptors and results.
 //
-// Each dispatch takes a batch of jobs in host memory whose pointers are
-// device memory, runs them all in one launch (inflate_async,
-// lz4_decompress_async, or the copy kernel of scan_gpu_body.hpp), waits, and
-// writes each job's outcome back into the host array.
+// A dispatch takes lists of jobs in host memory whose pointers are device
+// memory, runs each list in one launch (inflate_async, lz4_decompress_async,
+// the copy, CRC-32 and layer kernels of scan_gpu_body.hpp), waits once, and
+// writes each job's outcome back into the host arrays.
 //
 // Transfers take host memory of any kind: the CUDA device stages pageable
 // memory through pinned memory of its own and copies pinned, registered,
@@ -103,12 +103,20 @@ class ScanDevice {
   // its copies; it goes before this one, and before the memory it wrote is
   // freed.
   virtual Status uploader(std::unique_ptr<ScanDevice>* out) = 0;
-  virtual Status inflate(std::span<ScanDecodeJob> jobs) = 0;
-  virtual Status lz4(std::span<ScanDecodeJob> jobs) = 0;
-  virtual Status copy(std::span<ScanCopyJob> jobs) = 0;
-  // One dispatch: the CRC-32 of every piece, and the layer of every output
-  // (scan_layer_of of its first bytes).
-  virtual Status check(std::span<ScanCrcPiece> pieces, std::span<ScanLayerJob> layers) = 0;
+  // One dispatch of every list: the inflate jobs, the LZ4 jobs and the
+  // copies, then the CRC-32 of every piece and the layer of every output
+  // (scan_layer_of of its first bytes), which may read what the decoders
+  // wrote. One upload of the descriptors, one wait, one download of the
+  // results.
+  virtual Status decode(std::span<ScanDecodeJob> inflates, std::span<ScanDecodeJob> lz4s,
+                        std::span<ScanCopyJob> copies, std::span<ScanCrcPiece> pieces,
+                        std::span<ScanLayerJob> layers) = 0;
+  Status inflate(std::span<ScanDecodeJob> jobs) { return decode(jobs, {}, {}, {}, {}); }
+  Status lz4(std::span<ScanDecodeJob> jobs) { return decode({}, jobs, {}, {}, {}); }
+  Status copy(std::span<ScanCopyJob> jobs) { return decode({}, {}, jobs, {}, {}); }
+  Status check(std::span<ScanCrcPiece> pieces, std::span<ScanLayerJob> layers) {
+    return decode({}, {}, {}, pieces, layers);
+  }
 };
 
 // The emulation, its CPU work spread over `threads` threads (0: all).

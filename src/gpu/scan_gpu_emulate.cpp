@@ -62,7 +62,28 @@ class EmulatedScanDevice final : public ScanDevice {
     return {};
   }
 
-  Status check(std::span<ScanCrcPiece> pieces, std::span<ScanLayerJob> layers) override {
+  Status decode(std::span<ScanDecodeJob> inflates, std::span<ScanDecodeJob> lz4s, std::span<ScanCopyJob> copies,
+                std::span<ScanCrcPiece> pieces, std::span<ScanLayerJob> layers) override {
+    detail::parallel_for(inflates.size(), threads_, [&](std::size_t i) {
+      ScanDecodeJob& j = inflates[i];
+      InflateStatus st = InflateStatus::ok;
+      InflateEnd end = InflateEnd::input_end;
+      void* const out = j.out;
+      inflate_emulated(&j.in, &j.in_size, 1, &out, &j.capacity, &j.out_size, &st, &end, &j.in_used);
+      j.ok = st == InflateStatus::ok && end == InflateEnd::final_block;
+    });
+    detail::parallel_for(lz4s.size(), threads_, [&](std::size_t i) {
+      ScanDecodeJob& j = lz4s[i];
+      const ItemStatus st = lz4_decode_block_emulated(static_cast<const std::uint8_t*>(j.in), j.in_size,
+                                                      static_cast<std::uint8_t*>(j.out), j.capacity, &j.out_size);
+      j.ok = st == ItemStatus::ok;
+      j.in_used = j.in_size;
+    });
+    detail::parallel_for(copies.size(), threads_, [&](std::size_t i) {
+      ScanCopyJob& j = copies[i];
+      j.status = scan_copy_status(j.item);
+      if (j.status == ScanCopyStatus::ok) scan_copy_part(j.item, 0, 1);
+    });
     static const std::array<std::uint32_t, 256> table = [] {
       std::array<std::uint32_t, 256> t{};
       for (std::uint32_t i = 0; i < 256; ++i) t[i] = scan_crc32_table_entry(i);
@@ -72,38 +93,6 @@ class EmulatedScanDevice final : public ScanDevice {
       pieces[i].crc = scan_crc32_warp(simt::Warp{}, table.data(), pieces[i].data, pieces[i].size);
     });
     for (ScanLayerJob& j : layers) j.layer = scan_layer_of(j.data, j.size);
-    return {};
-  }
-
-  Status inflate(std::span<ScanDecodeJob> jobs) override {
-    detail::parallel_for(jobs.size(), threads_, [&](std::size_t i) {
-      ScanDecodeJob& j = jobs[i];
-      InflateStatus st = InflateStatus::ok;
-      InflateEnd end = InflateEnd::input_end;
-      void* const out = j.out;
-      inflate_emulated(&j.in, &j.in_size, 1, &out, &j.capacity, &j.out_size, &st, &end, &j.in_used);
-      j.ok = st == InflateStatus::ok && end == InflateEnd::final_block;
-    });
-    return {};
-  }
-
-  Status lz4(std::span<ScanDecodeJob> jobs) override {
-    detail::parallel_for(jobs.size(), threads_, [&](std::size_t i) {
-      ScanDecodeJob& j = jobs[i];
-      const ItemStatus st = lz4_decode_block_emulated(static_cast<const std::uint8_t*>(j.in), j.in_size,
-                                                      static_cast<std::uint8_t*>(j.out), j.capacity, &j.out_size);
-      j.ok = st == ItemStatus::ok;
-      j.in_used = j.in_size;
-    });
-    return {};
-  }
-
-  Status copy(std::span<ScanCopyJob> jobs) override {
-    detail::parallel_for(jobs.size(), threads_, [&](std::size_t i) {
-      ScanCopyJob& j = jobs[i];
-      j.status = scan_copy_status(j.item);
-      if (j.status == ScanCopyStatus::ok) scan_copy_part(j.item, 0, 1);
-    });
     return {};
   }
 
