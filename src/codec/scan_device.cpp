@@ -225,6 +225,27 @@ struct Checked {
   std::size_t crc_first = 0, crc_last = 0;
 };
 
+// How a device op is checked in its decoders' dispatch: not at all (layer
+// SIZE_MAX) unless every piece is of an exact size, which fixes the
+// output's; then over that size, with crc_last the number of CRC-32 pieces
+// (0 without a CRC-32 to check). The dispatch numbers the layer job and the
+// pieces.
+Checked checks_in_dispatch(const Op& op) {
+  Checked c;
+  std::uint64_t end = 0;
+  for (const Piece& p : op.pieces) {
+    if (!p.exact) return c;
+    if (p.kind != Piece::copy || p.mode != gpu::ScanCopyMode::unsupported) end = std::max(end, p.out_at + p.size);
+  }
+  if (end > op.out_bytes) return c;
+  c.size = end;
+  c.layer = 0;
+  for (const Check& k : op.checks) {
+    if (k.kind == Check::crc32) c.crc_last = static_cast<std::size_t>((end + gpu::kScanCrcPiece - 1) / gpu::kScanCrcPiece);
+  }
+  return c;
+}
+
 // Parsed containers, kept across passes.
 struct ZipParse {
   Status status;
@@ -911,56 +932,160 @@ Status Batch::dispatch() {
     a.pending.clear();
   }
   ++stats_.layers;
+  // Each run of ops counts what it adds to each list (its place in them
+  // then follows from the runs before it), so that the runs fill the lists
+  // at once, in the ops' order.
+  struct Count {
+    std::uint64_t out = 0;   // device ops: their outputs, each 256-aligned
+    std::uint64_t room = 0;  // the pool's ops: room for their outputs, each 256-aligned
+    std::uint64_t host_bytes = 0;
+    std::size_t inflates = 0, lz4s = 0, copies = 0, host = 0, pieces = 0, layers = 0, pool = 0;
+    void add(const Count& o) {
+      out += o.out, room += o.room, host_bytes += o.host_bytes;
+      inflates += o.inflates, lz4s += o.lz4s, copies += o.copies, host += o.host;
+      pieces += o.pieces, layers += o.layers, pool += o.pool;
+    }
+  };
+  const auto aligned = [](std::uint64_t n) { return (n + 255) / 256 * 256; };
+  std::vector<Count> at(runs(ops.size()) + 1);  // at[r]: what the runs before run r add
+  std::vector<Checked> checked(ops.size());
   // Bound the work an archive's ops may do to its output limit: past it the
   // final walk decides on the CPU.
-  for_runs(ops.size(), [&](std::size_t, std::size_t begin, std::size_t end) {
+  for_runs(ops.size(), [&](std::size_t r, std::size_t begin, std::size_t end) {
+    Count& c = at[r + 1];
     for (std::size_t i = begin; i < end; ++i) {
       Op& op = *ops[i];
       op.cap = std::min(op.cap, limits_.max_output - std::min(limits_.max_output, decoded_[op.archive]));
       prepare(op);
+      if (op.on_cpu) {
+        ++c.pool;
+        c.room += aligned(op.expect);
+        continue;
+      }
+      c.out += aligned(op.out_bytes);
+      for (const Piece& p : op.pieces) {
+        switch (p.kind) {
+          case Piece::inflate: ++c.inflates; break;
+          case Piece::lz4: ++c.lz4s; break;
+          case Piece::copy: ++c.copies; break;
+          case Piece::cpu: ++c.host, c.host_bytes += p.size; break;
+        }
+      }
+      checked[i] = checks_in_dispatch(op);
+      if (checked[i].layer == SIZE_MAX) continue;
+      ++c.layers;
+      c.pieces += checked[i].crc_last;  // the count, for now
     }
   });
+  for (std::size_t r = 1; r < at.size(); ++r) at[r].add(at[r - 1]);
+  const Count& sum = at.back();
   clock_.lap(&DeviceScanStats::prepare_seconds);
 
-  // The ops the CPU decodes whole (the split's, and those the device cannot
-  // take) start now on the pool, from another thread, while this one drives
-  // the device. They read their op's input and write only its state and
-  // host_out (CpuUploads then reads host_out and sets sent), which nothing
-  // below reads before the wait.
-  // The device's ops get their offsets in one output allocation.
-  std::vector<Op*> pool_ops;
-  std::uint64_t total = 0;
-  for (Op* op : ops) {
-    if (op->on_cpu) {
-      pool_ops.push_back(op);
-      continue;
-    }
-    op->out.size = total;  // its offset, for now
-    total += (op->out_bytes + 255) / 256 * 256;
+  // The device's ops get their offsets in one output allocation; the pool's
+  // ops room on the device, where their sizes are known, so that each goes
+  // up as it finishes (CpuUploads), and the same layout in host memory that
+  // the uploads reach without a copy.
+  std::uint8_t* base = nullptr;
+  if (Status s = alloc(static_cast<std::size_t>(sum.out), &base); !s) return s;
+  std::uint8_t* room = nullptr;
+  std::uint8_t* pinned = nullptr;
+  if (sum.room) {
+    if (Status s = alloc(static_cast<std::size_t>(sum.room), &room); !s) return s;
+    if (Status s = dev_.host_alloc(static_cast<std::size_t>(sum.room), &pinned); !s) return s;
+    if (pinned) pinned_.push_back(pinned);
   }
-  // Room on the device for the pool's outputs, where their sizes are known,
-  // so that each goes up as it finishes (CpuUploads).
-  std::uint64_t room = 0;
-  for (const Op* op : pool_ops) room += (op->expect + 255) / 256 * 256;
-  CpuUploads uploads;  // goes after the pool (declared before it), which hands it ops
-  if (room) {
-    std::uint8_t* d = nullptr;
-    if (Status s = alloc(static_cast<std::size_t>(room), &d); !s) return s;
-    // The same layout in host memory that the uploads reach without a copy.
-    std::uint8_t* h = nullptr;
-    if (Status s = dev_.host_alloc(static_cast<std::size_t>(room), &h); !s) return s;
-    if (h) pinned_.push_back(h);
-    for (Op* op : pool_ops) {
-      if (!op->expect) continue;
-      op->room = d;
-      op->pinned = h;
-      d += (op->expect + 255) / 256 * 256;
-      if (h) h += (op->expect + 255) / 256 * 256;
+  std::vector<Op*> pool_ops(sum.pool);
+  std::vector<gpu::ScanDecodeJob> inflates(sum.inflates), lz4s(sum.lz4s);
+  std::vector<gpu::ScanCopyJob> copies(sum.copies);
+  std::vector<gpu::ScanUpload> host_pieces(sum.host);  // zstd frames libzstd decoded: one upload
+  // An output whose size its blocks fix before they run (every piece of an
+  // exact size) is checked in the decoders' dispatch: the CRC-32 pieces and
+  // the layer job over that size go with it, read only if the blocks give
+  // exactly it. The rest are checked in a dispatch of their own afterwards.
+  std::vector<gpu::ScanCrcPiece> crc_pieces(sum.pieces);
+  std::vector<gpu::ScanLayerJob> layer_jobs(sum.layers);
+  for_runs(ops.size(), [&](std::size_t r, std::size_t begin, std::size_t end) {
+    Count c = at[r];
+    for (std::size_t i = begin; i < end; ++i) {
+      Op* op = ops[i];
+      if (op->on_cpu) {
+        pool_ops[c.pool++] = op;
+        if (!op->expect) continue;
+        op->room = room + c.room;
+        op->pinned = pinned ? pinned + c.room : nullptr;
+        c.room += aligned(op->expect);
+        continue;
+      }
+      std::uint8_t* out = base + c.out;
+      c.out += aligned(op->out_bytes);
+      op->out = {nullptr, nullptr, out, op->out_bytes};
+      for (Piece& p : op->pieces) {
+        const std::uint8_t* in = op->in.dev + p.job;
+        switch (p.kind) {
+          case Piece::inflate:
+          case Piece::lz4: {
+            const bool inflate = p.kind == Piece::inflate;
+            p.job = inflate ? c.inflates++ : c.lz4s++;
+            gpu::ScanDecodeJob& j = (inflate ? inflates : lz4s)[p.job];
+            j.in = in;
+            j.in_size = static_cast<std::size_t>(p.in_size);
+            j.out = out + p.out_at;
+            j.capacity = static_cast<std::size_t>(p.size);
+            break;
+          }
+          case Piece::copy: {
+            p.job = c.copies++;
+            gpu::ScanCopyJob& j = copies[p.job];
+            j.item.src = in;
+            j.item.dst = p.mode == gpu::ScanCopyMode::unsupported ? nullptr : out + p.out_at;
+            j.item.size = p.size;
+            j.item.mode = p.mode;
+            break;
+          }
+          case Piece::cpu:
+            host_pieces[c.host++] = {out + p.out_at, op->host_pieces[p.host].data(),
+                                     static_cast<std::size_t>(op->host_pieces[p.host].size())};
+            break;
+        }
+      }
+      Checked& k = checked[i];
+      if (k.layer == SIZE_MAX) continue;
+      k.layer = c.layers++;
+      layer_jobs[k.layer] = {out, k.size};
+      if (!k.crc_last) continue;
+      k.crc_first = c.pieces;
+      for (std::uint64_t at = 0; at < k.size; at += gpu::kScanCrcPiece) {
+        gpu::ScanCrcPiece& p = crc_pieces[c.pieces++];
+        p.data = out + at;
+        p.size = static_cast<std::uint32_t>(std::min<std::uint64_t>(gpu::kScanCrcPiece, k.size - at));
+      }
+      k.crc_last = c.pieces;
     }
+  });
+  stats_.host_to_device_bytes += sum.host_bytes;
+  CpuUploads uploads;  // goes after the pool (declared before it), which hands it ops
+  if (sum.room) {
     if (Status s = uploads.start(dev_); !s) return s;
   }
-  // The pool takes its ops largest input first, so that no long one starts
-  // last and holds the wait (they are handed out one at a time).
+  if (!host_pieces.empty()) {
+    if (Status s = waited([&] { return dev_.upload_many(host_pieces); }); !s) return s;
+  }
+  if (!inflates.empty()) ++stats_.dispatches;
+  if (!lz4s.empty()) ++stats_.dispatches;
+  if (!copies.empty()) ++stats_.dispatches;
+  if (!crc_pieces.empty() || !layer_jobs.empty()) ++stats_.dispatches;
+  if (Status s = uploaded(&DeviceScanStats::device_seconds); !s) return s;
+  if (Status s = waited([&] { return dev_.decode_start(inflates, lz4s, copies, crc_pieces, layer_jobs); }); !s) {
+    return s;
+  }
+
+  // The ops the CPU decodes whole (the split's, and those the device cannot
+  // take) start now on the pool, from another thread, while the device
+  // decodes. They read their op's input and write only its state and
+  // host_out (CpuUploads then reads host_out and sets sent), which nothing
+  // below reads before the wait. The pool takes its ops largest input
+  // first, so that no long one starts last and holds the wait (they are
+  // handed out one at a time).
   std::vector<Op*> by_size = pool_ops;
   std::stable_sort(by_size.begin(), by_size.end(), [](const Op* a, const Op* b) { return a->in.size > b->in.size; });
   double pool_seconds = 0;
@@ -977,80 +1102,7 @@ Status Batch::dispatch() {
       pool_seconds = seconds_since(t0);
     });
   }
-
-  std::uint8_t* base = nullptr;
-  if (Status s = alloc(static_cast<std::size_t>(total), &base); !s) return s;
-  std::vector<gpu::ScanDecodeJob> inflates, lz4s;
-  std::vector<gpu::ScanCopyJob> copies;
-  std::vector<gpu::ScanUpload> host_pieces;  // zstd frames libzstd decoded: one upload
-  // An output whose size its blocks fix before they run (every piece of an
-  // exact size) is checked in the decoders' dispatch: the CRC-32 pieces and
-  // the layer job over that size go with it, read only if the blocks give
-  // exactly it. The rest are checked in a dispatch of their own afterwards.
-  std::vector<gpu::ScanCrcPiece> crc_pieces;
-  std::vector<gpu::ScanLayerJob> layer_jobs;
-  std::vector<Checked> checked(ops.size());
-  for (std::size_t i = 0; i < ops.size(); ++i) {
-    Op* op = ops[i];
-    if (op->on_cpu) continue;
-    std::uint8_t* out = base + op->out.size;
-    op->out = {nullptr, nullptr, out, op->out_bytes};
-    bool known = true;
-    std::uint64_t end = 0;
-    for (Piece& p : op->pieces) {
-      const std::uint8_t* in = op->in.dev + p.job;
-      known = known && p.exact;
-      if (p.kind != Piece::copy || p.mode != gpu::ScanCopyMode::unsupported) end = std::max(end, p.out_at + p.size);
-      switch (p.kind) {
-        case Piece::inflate:
-        case Piece::lz4: {
-          auto& list = p.kind == Piece::inflate ? inflates : lz4s;
-          gpu::ScanDecodeJob j;
-          j.in = in;
-          j.in_size = static_cast<std::size_t>(p.in_size);
-          j.out = out + p.out_at;
-          j.capacity = static_cast<std::size_t>(p.size);
-          p.job = list.size();
-          list.push_back(j);
-          break;
-        }
-        case Piece::copy: {
-          gpu::ScanCopyJob j;
-          j.item.src = in;
-          j.item.dst = p.mode == gpu::ScanCopyMode::unsupported ? nullptr : out + p.out_at;
-          j.item.size = p.size;
-          j.item.mode = p.mode;
-          p.job = copies.size();
-          copies.push_back(j);
-          break;
-        }
-        case Piece::cpu:
-          host_pieces.push_back(
-              {out + p.out_at, op->host_pieces[p.host].data(), static_cast<std::size_t>(op->host_pieces[p.host].size())});
-          stats_.host_to_device_bytes += p.size;
-          break;
-      }
-    }
-    if (!known || end > op->out_bytes) continue;
-    Checked& c = checked[i];
-    c.size = end;
-    c.layer = layer_jobs.size();
-    layer_jobs.push_back({out, end});
-    if (std::any_of(op->checks.begin(), op->checks.end(), [](const Check& k) { return k.kind == Check::crc32; })) {
-      c.crc_first = crc_pieces.size();
-      add_crc_pieces(out, end, &crc_pieces);
-      c.crc_last = crc_pieces.size();
-    }
-  }
-  if (!host_pieces.empty()) {
-    if (Status s = waited([&] { return dev_.upload_many(host_pieces); }); !s) return s;
-  }
-  if (!inflates.empty()) ++stats_.dispatches;
-  if (!lz4s.empty()) ++stats_.dispatches;
-  if (!copies.empty()) ++stats_.dispatches;
-  if (!crc_pieces.empty() || !layer_jobs.empty()) ++stats_.dispatches;
-  if (Status s = uploaded(&DeviceScanStats::device_seconds); !s) return s;
-  if (Status s = waited([&] { return dev_.decode(inflates, lz4s, copies, crc_pieces, layer_jobs); }); !s) return s;
+  if (Status s = waited([&] { return dev_.decode_finish(); }); !s) return s;
 
   // Each output's blocks (and the tally of the pieces, for the stats), and
   // the checks of those that had them in the dispatch.

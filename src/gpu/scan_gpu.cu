@@ -539,23 +539,36 @@ class CudaScanDevice final : public ScanDevice {
     return {};
   }
 
-  Status decode(std::span<ScanDecodeJob> inflates, std::span<ScanDecodeJob> lz4s, std::span<ScanCopyJob> copies,
-                std::span<ScanCrcPiece> pieces, std::span<ScanLayerJob> layers) override {
+  Status decode_start(std::span<ScanDecodeJob> inflates, std::span<ScanDecodeJob> lz4s, std::span<ScanCopyJob> copies,
+                      std::span<ScanCrcPiece> pieces, std::span<ScanLayerJob> layers) override {
+    Decode& p = decode_;
+    p = Decode{};
+    p.inflates = inflates;
+    p.lz4s = lz4s;
+    p.copies = copies;
+    p.pieces = pieces;
+    p.layers = layers;
     const std::size_t ni = inflates.size(), nl = lz4s.size(), nc = copies.size(), np = pieces.size(),
                       nj = layers.size();
     if (!ni && !nl && !nc && !np && !nj) return {};
     // The arrays that only go up first, then those that come back (from
     // `back` on: the CRC pieces and layer jobs, which go both ways, and the
     // results), so that one download brings them all.
-    Staging st;
-    const StagedJobs ai = stage_jobs(st, inflates);
-    const StagedJobs al = stage_jobs(st, lz4s);
+    Staging& st = p.st;
+    st.bytes().reserve(256 * 16 + (ni + nl) * (6 * sizeof(std::size_t) + 2 * sizeof(void*) + 8) +
+                       nc * (sizeof(ScanCopyItem) + sizeof(ScanCopyStatus)) + np * sizeof(ScanCrcPiece) +
+                       nj * sizeof(ScanLayerJob));
+    p.ai = stage_jobs(st, inflates);
+    p.al = stage_jobs(st, lz4s);
+    const StagedJobs& ai = p.ai;
+    const StagedJobs& al = p.al;
     // A thread block per copy item, so large copies go in pieces of
     // kCopyPiece bytes (whose statuses are the copy's: they depend on its
     // pointers and mode only).
     constexpr std::uint64_t kCopyPiece = 1u << 20;
     std::vector<ScanCopyItem> items;
-    std::vector<std::size_t> first(nc + 1);
+    std::vector<std::size_t>& first = p.first;
+    first.resize(nc + 1);
     for (std::size_t i = 0; i < nc; ++i) {
       first[i] = items.size();
       const ScanCopyItem& it = copies[i].item;
@@ -579,13 +592,16 @@ class CudaScanDevice final : public ScanDevice {
       if (Status s = lz4_decompress_temp_size(nl, al.max_cap, &temp); !s) return s;
     }
     const std::size_t l_temp = st.reserve(temp);
-    const std::size_t back = st.put(pieces.data(), np);
-    const std::size_t j_layers = st.put(layers.data(), nj);
-    const std::size_t i_got = st.reserve(ni * sizeof(std::size_t)), i_used = st.reserve(ni * sizeof(std::size_t)),
-                      i_status = st.reserve(ni * sizeof(InflateStatus)), i_end = st.reserve(ni * sizeof(InflateEnd));
-    const std::size_t l_got = st.reserve(nl * sizeof(std::size_t)), l_status = st.reserve(nl * sizeof(ItemStatus));
-    const std::size_t c_status = st.reserve(n_items * sizeof(ScanCopyStatus));
-    std::uint8_t* d = nullptr;
+    const std::size_t back = p.back = st.put(pieces.data(), np);
+    const std::size_t j_layers = p.j_layers = st.put(layers.data(), nj);
+    const std::size_t i_got = p.i_got = st.reserve(ni * sizeof(std::size_t)),
+                      i_used = p.i_used = st.reserve(ni * sizeof(std::size_t)),
+                      i_status = p.i_status = st.reserve(ni * sizeof(InflateStatus)),
+                      i_end = p.i_end = st.reserve(ni * sizeof(InflateEnd));
+    const std::size_t l_got = p.l_got = st.reserve(nl * sizeof(std::size_t)),
+                      l_status = p.l_status = st.reserve(nl * sizeof(ItemStatus));
+    const std::size_t c_status = p.c_status = st.reserve(n_items * sizeof(ScanCopyStatus));
+    std::uint8_t*& d = p.d;
     if (Status s = stage(st, &d); !s) return s;
     if (ni) {
       if (Status s = inflate_async(reinterpret_cast<const void* const*>(d + ai.in),
@@ -626,23 +642,36 @@ class CudaScanDevice final : public ScanDevice {
       scan_layer_kernel<<<grid, 128, 0, stream_>>>(reinterpret_cast<ScanLayerJob*>(d + j_layers), nj);
       if (Status s = launch_status(); !s) return s;
     }
-    if (Status s = fetch(st, d, back); !s) return s;
+    p.launched = true;
+    return {};
+  }
+
+  Status decode_finish() override {
+    Decode& p = decode_;
+    if (!p.launched) return {};
+    p.launched = false;
+    Staging& st = p.st;
+    if (Status s = fetch(st, p.d, p.back); !s) return s;
+    const StagedJobs& ai = p.ai;
+    const StagedJobs& al = p.al;
+    const std::size_t ni = p.inflates.size(), nl = p.lz4s.size(), nc = p.copies.size(), np = p.pieces.size(),
+                      nj = p.layers.size();
     for (std::size_t k = 0; k < ni; ++k) {
-      ScanDecodeJob& j = inflates[ai.order[k]];
-      j.out_size = st.at<std::size_t>(i_got, k);
-      j.in_used = st.at<std::size_t>(i_used, k);
-      j.ok = st.at<InflateStatus>(i_status, k) == InflateStatus::ok &&
-             st.at<InflateEnd>(i_end, k) == InflateEnd::final_block;
+      ScanDecodeJob& j = p.inflates[ai.order[k]];
+      j.out_size = st.at<std::size_t>(p.i_got, k);
+      j.in_used = st.at<std::size_t>(p.i_used, k);
+      j.ok = st.at<InflateStatus>(p.i_status, k) == InflateStatus::ok &&
+             st.at<InflateEnd>(p.i_end, k) == InflateEnd::final_block;
     }
     for (std::size_t k = 0; k < nl; ++k) {
-      ScanDecodeJob& j = lz4s[al.order[k]];
-      j.out_size = st.at<std::size_t>(l_got, k);
-      j.ok = st.at<ItemStatus>(l_status, k) == ItemStatus::ok;
+      ScanDecodeJob& j = p.lz4s[al.order[k]];
+      j.out_size = st.at<std::size_t>(p.l_got, k);
+      j.ok = st.at<ItemStatus>(p.l_status, k) == ItemStatus::ok;
       j.in_used = j.in_size;
     }
-    for (std::size_t i = 0; i < nc; ++i) copies[i].status = st.at<ScanCopyStatus>(c_status, first[i]);
-    for (std::size_t i = 0; i < np; ++i) pieces[i].crc = st.at<ScanCrcPiece>(back, i).crc;
-    for (std::size_t i = 0; i < nj; ++i) layers[i].layer = st.at<ScanLayerJob>(j_layers, i).layer;
+    for (std::size_t i = 0; i < nc; ++i) p.copies[i].status = st.at<ScanCopyStatus>(p.c_status, p.first[i]);
+    for (std::size_t i = 0; i < np; ++i) p.pieces[i].crc = st.at<ScanCrcPiece>(p.back, i).crc;
+    for (std::size_t i = 0; i < nj; ++i) p.layers[i].layer = st.at<ScanLayerJob>(p.j_layers, i).layer;
     return {};
   }
 
@@ -691,6 +720,22 @@ class CudaScanDevice final : public ScanDevice {
   std::unique_ptr<PinnedStage> stage_;
   std::vector<std::pair<std::uint8_t*, std::size_t>> pinned_;  // host_alloc's blocks not given back
   std::vector<std::size_t> first_piece_;  // parallel_copy's scratch
+  // A decode between its start and its finish: the caller's spans, the
+  // staged arrays and where the results lie in them.
+  struct Decode {
+    std::span<ScanDecodeJob> inflates, lz4s;
+    std::span<ScanCopyJob> copies;
+    std::span<ScanCrcPiece> pieces;
+    std::span<ScanLayerJob> layers;
+    Staging st;
+    StagedJobs ai, al;
+    std::vector<std::size_t> first;  // each copy's first item
+    std::size_t back = 0, j_layers = 0, i_got = 0, i_used = 0, i_status = 0, i_end = 0, l_got = 0, l_status = 0,
+                c_status = 0;
+    std::uint8_t* d = nullptr;
+    bool launched = false;
+  };
+  Decode decode_;
 };
 
 }  // namespace

@@ -108,9 +108,20 @@ class ScanDevice {
   // (scan_layer_of of its first bytes), which may read what the decoders
   // wrote. One upload of the descriptors, one wait, one download of the
   // results.
-  virtual Status decode(std::span<ScanDecodeJob> inflates, std::span<ScanDecodeJob> lz4s,
-                        std::span<ScanCopyJob> copies, std::span<ScanCrcPiece> pieces,
-                        std::span<ScanLayerJob> layers) = 0;
+  Status decode(std::span<ScanDecodeJob> inflates, std::span<ScanDecodeJob> lz4s, std::span<ScanCopyJob> copies,
+                std::span<ScanCrcPiece> pieces, std::span<ScanLayerJob> layers) {
+    if (Status s = decode_start(inflates, lz4s, copies, pieces, layers); !s) return s;
+    return decode_finish();
+  }
+  // decode() in two halves, so that the caller's thread works while the
+  // device does: decode_start takes the descriptors and launches (the
+  // spans stay the caller's, unread, until decode_finish), decode_finish
+  // waits and writes the results into the spans. Nothing else may be
+  // called between them.
+  virtual Status decode_start(std::span<ScanDecodeJob> inflates, std::span<ScanDecodeJob> lz4s,
+                              std::span<ScanCopyJob> copies, std::span<ScanCrcPiece> pieces,
+                              std::span<ScanLayerJob> layers) = 0;
+  virtual Status decode_finish() = 0;
   Status inflate(std::span<ScanDecodeJob> jobs) { return decode(jobs, {}, {}, {}, {}); }
   Status lz4(std::span<ScanDecodeJob> jobs) { return decode({}, jobs, {}, {}, {}); }
   Status copy(std::span<ScanCopyJob> jobs) { return decode({}, {}, jobs, {}, {}); }

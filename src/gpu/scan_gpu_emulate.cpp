@@ -62,8 +62,10 @@ class EmulatedScanDevice final : public ScanDevice {
     return {};
   }
 
-  Status decode(std::span<ScanDecodeJob> inflates, std::span<ScanDecodeJob> lz4s, std::span<ScanCopyJob> copies,
-                std::span<ScanCrcPiece> pieces, std::span<ScanLayerJob> layers) override {
+  // All at the start (the caller's thread is the device's).
+  Status decode_finish() override { return {}; }
+  Status decode_start(std::span<ScanDecodeJob> inflates, std::span<ScanDecodeJob> lz4s, std::span<ScanCopyJob> copies,
+                      std::span<ScanCrcPiece> pieces, std::span<ScanLayerJob> layers) override {
     detail::parallel_for(inflates.size(), threads_, [&](std::size_t i) {
       ScanDecodeJob& j = inflates[i];
       InflateStatus st = InflateStatus::ok;
