@@ -1691,6 +1691,19 @@ Status scan_roots(std::vector<Root>& roots, const ScanLimits& limits, gpu::ScanD
     place[a + 1] = {place[a].entry + w.entries.size(), place[a].job + jobs, place[a].offset + w.bytes};
   }
   total = place.back().offset;
+  // The result's allocation (a cudaMalloc of tens of MiB takes a few
+  // hundred microseconds) runs beside the table's fill, which uses no
+  // device call, and the result owns it at once; it is waited for on every
+  // path (the future's destructor).
+  void* out = nullptr;
+  std::future<Status> allocated;
+  if (total) {
+    allocated = std::async(std::launch::async, [&dev, &out, result, total] {
+      Status s = dev.alloc_result(static_cast<std::size_t>(total), &out);
+      if (s) result->adopt(out, total, !dev.emulated());
+      return s;
+    });
+  }
   result->entries.resize(place.back().entry);
   gather.resize(place.back().job);
   std::vector<std::vector<std::pair<std::uint64_t, Region>>> host_bytes(roots.size());
@@ -1718,10 +1731,8 @@ Status scan_roots(std::vector<Root>& roots, const ScanLimits& limits, gpu::ScanD
   // The gather reads entries' bytes in the archives (when no dispatch has).
   if (Status s = batch.uploaded(&DeviceScanStats::entry_table_seconds); !s) return s;
   clock.lap(&DeviceScanStats::entry_table_seconds);
-  void* out = nullptr;
   if (total) {
-    if (Status s = dev.alloc_result(static_cast<std::size_t>(total), &out); !s) return s;
-    result->adopt(out, total, !dev.emulated());
+    if (Status s = allocated.get(); !s) return s;
   }
   clock.lap(&DeviceScanStats::result_alloc_seconds);
   std::uint8_t* const base = static_cast<std::uint8_t*>(out);

@@ -371,6 +371,7 @@ class CudaScanDevice final : public ScanDevice {
   // Not from the pool: the result outlives the call and its stream, and
   // free_cuda_scan_memory frees it with cudaFree wherever it was made.
   Status alloc_result(std::size_t bytes, void** ptr) override {
+    TANDEM_CUDA_CHECK(cudaSetDevice(device_), "cudaSetDevice (scan result)");  // (perhaps another thread)
     TANDEM_CUDA_CHECK(cudaMalloc(ptr, std::max<std::size_t>(bytes, 1)), "cudaMalloc (scan result)");
     return {};
   }

@@ -75,7 +75,8 @@ class ScanDevice {
   virtual Status alloc(std::size_t bytes, void** ptr) = 0;
   virtual void free(void* ptr) = 0;
   // The same for the result, which outlives the device object: freed by
-  // free_cuda_scan_memory (std::free when emulated).
+  // free_cuda_scan_memory (std::free when emulated). It may be called from
+  // another thread while the caller's makes no device call.
   virtual Status alloc_result(std::size_t bytes, void** ptr) = 0;
   // Host memory of `bytes` bytes that transfers reach without staging
   // (pinned; plain host memory when emulated), for outputs the CPU writes
