@@ -1074,14 +1074,10 @@ Status Batch::dispatch() {
   if (!lz4s.empty()) ++stats_.dispatches;
   if (!copies.empty()) ++stats_.dispatches;
   if (!crc_pieces.empty() || !layer_jobs.empty()) ++stats_.dispatches;
-  if (Status s = uploaded(&DeviceScanStats::device_seconds); !s) return s;
-  if (Status s = waited([&] { return dev_.decode_start(inflates, lz4s, copies, crc_pieces, layer_jobs); }); !s) {
-    return s;
-  }
-
   // The ops the CPU decodes whole (the split's, and those the device cannot
-  // take) start now on the pool, from another thread, while the device
-  // decodes. They read their op's input and write only its state and
+  // take) start now on the background pool, from another thread, while this
+  // one drives the device (its bursts of parallel work then preempt the
+  // pool's). They read their op's input and write only its state and
   // host_out (CpuUploads then reads host_out and sets sent), which nothing
   // below reads before the wait. The pool takes its ops largest input
   // first, so that no long one starts last and holds the wait (they are
@@ -1095,12 +1091,16 @@ Status Batch::dispatch() {
   if (!by_size.empty()) {
     pool = std::async(std::launch::async, [this, &by_size, &pool_seconds, &uploads] {
       const auto t0 = std::chrono::steady_clock::now();
-      detail::parallel_for(by_size.size(), threads_, [&](std::size_t i) {
+      detail::parallel_for_background(by_size.size(), threads_, [&](std::size_t i) {
         decode_on_cpu(*by_size[i]);
         uploads.done(by_size[i]);
       });
       pool_seconds = seconds_since(t0);
     });
+  }
+  if (Status s = uploaded(&DeviceScanStats::device_seconds); !s) return s;
+  if (Status s = waited([&] { return dev_.decode_start(inflates, lz4s, copies, crc_pieces, layer_jobs); }); !s) {
+    return s;
   }
   if (Status s = waited([&] { return dev_.decode_finish(); }); !s) return s;
 
@@ -1492,6 +1492,7 @@ class Walker {
   std::vector<ScanEntry> entries;
   std::vector<Region> sources;  // each entry's bytes (empty for a failed one)
   std::uint64_t bytes = 0;
+  std::size_t on_device = 0;  // entries with bytes on the device (the gather's jobs)
 
  private:
   // Host bytes the CPU produced: no device copy, the gather uploads them.
@@ -1513,6 +1514,7 @@ class Walker {
       entries.clear();
       sources.clear();
       bytes = 0;
+      on_device = 0;
     }
     if (op.state != OpState::fresh) return;
     op.cap = allowed;
@@ -1613,6 +1615,7 @@ class Walker {
     if (status) {
       e.size = data.size;
       bytes += data.size;
+      on_device += data.size && data.dev;
       sources.push_back(data);
     } else {
       sources.push_back({});
@@ -1684,11 +1687,7 @@ Status scan_roots(std::vector<Root>& roots, const ScanLimits& limits, gpu::ScanD
   for (std::size_t a = 0; a < roots.size(); ++a) {
     const Walker& w = *walkers[a];
     if (!walked[a] && call) call = walked[a];
-    std::size_t jobs = 0;
-    for (std::size_t i = 0; i < w.entries.size(); ++i) {
-      jobs += w.entries[i].status && w.entries[i].size && w.sources[i].dev;
-    }
-    place[a + 1] = {place[a].entry + w.entries.size(), place[a].job + jobs, place[a].offset + w.bytes};
+    place[a + 1] = {place[a].entry + w.entries.size(), place[a].job + w.on_device, place[a].offset + w.bytes};
   }
   total = place.back().offset;
   // The result's allocation (a cudaMalloc of tens of MiB takes a few

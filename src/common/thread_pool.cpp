@@ -1,4 +1,5 @@
-// The shared worker pool behind parallel_for (see thread_pool.hpp).
+// The shared worker pools behind parallel_for and parallel_for_background
+// (see thread_pool.hpp).
 //
 // Workers sleep on one condition variable and wake when a job is queued. A job
 // owns an atomic item counter; every participant (the caller and up to
@@ -18,6 +19,12 @@
 #include <thread>
 #include <vector>
 
+#if defined(__linux__)
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
+
 #include "tandem/tandem.hpp"
 
 namespace tandem {
@@ -31,6 +38,8 @@ namespace detail {
 namespace {
 
 constexpr int kMaxThreads = 256;
+// The background pool's workers run this much nicer than the process.
+constexpr int kBackgroundNice = 10;
 thread_local bool t_inside_parallel = false;
 
 struct Job {
@@ -66,7 +75,11 @@ struct Job {
 class Pool {
  public:
   static Pool& instance() {
-    static Pool* pool = new Pool();  // never destroyed: workers may outlive static destructors
+    static Pool* pool = new Pool(0);  // never destroyed: workers may outlive static destructors
+    return *pool;
+  }
+  static Pool& background() {
+    static Pool* pool = new Pool(kBackgroundNice);
     return *pool;
   }
 
@@ -98,7 +111,7 @@ class Pool {
   }
 
  private:
-  Pool() = default;
+  explicit Pool(int nice) : nice_(nice) {}
 
   // Caller holds m_.
   void grow(int wanted) {
@@ -117,6 +130,11 @@ class Pool {
 
   void loop() {
     t_inside_parallel = true;
+#if defined(__linux__)
+    // This thread's own nice value (Linux schedules threads alone); a
+    // failure leaves it at the process's.
+    if (nice_) (void)setpriority(PRIO_PROCESS, static_cast<id_t>(syscall(SYS_gettid)), getpriority(PRIO_PROCESS, 0) + nice_);
+#endif
     std::unique_lock<std::mutex> lock(m_);
     for (;;) {
       Job* job = nullptr;
@@ -139,6 +157,7 @@ class Pool {
     }
   }
 
+  const int nice_;  // added to the workers' nice value
   std::mutex m_;
   std::condition_variable cv_;
   std::condition_variable left_cv_;
@@ -161,7 +180,9 @@ std::size_t max_batch_items(int threads, std::size_t item_size) {
   return std::max(batch_items(threads), item_size ? kMaxBatchBytes / item_size : 1);
 }
 
-void parallel_for(std::size_t n, int max_threads, const std::function<void(std::size_t)>& fn) {
+namespace {
+
+void run_on(Pool& pool, std::size_t n, int max_threads, const std::function<void(std::size_t)>& fn) {
   if (n == 0) return;
   int threads = effective_threads(max_threads);
   if (static_cast<std::size_t>(threads) > n) threads = static_cast<int>(n);
@@ -172,7 +193,17 @@ void parallel_for(std::size_t n, int max_threads, const std::function<void(std::
   Job job;
   job.fn = &fn;
   job.n = n;
-  Pool::instance().run(job, threads);
+  pool.run(job, threads);
+}
+
+}  // namespace
+
+void parallel_for(std::size_t n, int max_threads, const std::function<void(std::size_t)>& fn) {
+  run_on(Pool::instance(), n, max_threads, fn);
+}
+
+void parallel_for_background(std::size_t n, int max_threads, const std::function<void(std::size_t)>& fn) {
+  run_on(Pool::background(), n, max_threads, fn);
 }
 
 void parallel_copy(const std::vector<Copy>& copies, std::vector<std::size_t>* first_piece) {

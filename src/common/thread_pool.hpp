@@ -19,6 +19,12 @@ namespace tandem::detail {
 int effective_threads(int requested);
 
 void parallel_for(std::size_t n, int max_threads, const std::function<void(std::size_t)>& fn);
+// The same on a second pool, whose workers run at a lower OS priority (a
+// higher nice value, on Linux): long work there yields the cores to the
+// short parallel_for bursts of the process's other threads, which would
+// otherwise find every worker busy and run alone. The caller runs items at
+// its own priority.
+void parallel_for_background(std::size_t n, int max_threads, const std::function<void(std::size_t)>& fn);
 
 // One memcpy of parallel_copy's list (no overlap).
 struct Copy {
