@@ -43,12 +43,11 @@
 #include <functional>
 #include <future>
 #include <deque>
-#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <thread>
-#include <tuple>
+#include <unordered_map>
 
 #include "codec/scan_walk.hpp"
 #include "common/thread_pool.hpp"
@@ -258,11 +257,30 @@ struct TarParse {
 
 // What the walks of one archive keep across passes. Each archive's walks
 // touch only its own state, so the walks of different archives run at once.
+// Bytes of the scan by where they lie and how long they are, and an op's by
+// its kind too: the keys of an archive's parses and ops.
+struct BytesKey {
+  const void* at = nullptr;
+  std::uint64_t size = 0;
+  int kind = 0;
+  bool operator==(const BytesKey&) const = default;
+};
+struct BytesKeyHash {
+  std::size_t operator()(const BytesKey& k) const {
+    std::uint64_t h = reinterpret_cast<std::uintptr_t>(k.at) * 0x9E3779B97F4A7C15ull;
+    h ^= (k.size + static_cast<std::uint64_t>(k.kind)) * 0xC2B2AE3D27D4EB4Full;
+    return static_cast<std::size_t>(h ^ (h >> 29));
+  }
+};
+template <class T>
+using BytesMap = std::unordered_map<BytesKey, T, BytesKeyHash>;
+
 struct ArchiveState {
-  std::map<std::tuple<int, const void*, std::uint64_t>, std::unique_ptr<Op>> ops;
-  std::map<std::pair<const void*, std::uint64_t>, std::unique_ptr<ZipParse>> zips;
-  std::map<std::pair<const void*, std::uint64_t>, std::unique_ptr<TarParse>> tars;
-  std::map<std::pair<const void*, std::uint64_t>, bool> crcs;
+  std::deque<Op> op_store;  // the ops (a deque: their addresses stay)
+  BytesMap<Op*> ops;
+  BytesMap<std::unique_ptr<ZipParse>> zips;
+  BytesMap<std::unique_ptr<TarParse>> tars;
+  BytesMap<bool> crcs;
   std::vector<Op*> pending;  // recorded by the last discovery walk, in walk order
   std::deque<std::vector<std::uint8_t>> kept;  // host bytes of its final walk
 };
@@ -465,13 +483,17 @@ class ArchiveUpload {
   Status status_;
 };
 
-// The CPU pool's outputs going up as they finish (Batch::dispatch): an op
-// whose output fits the room its headers' size gave it (Op::room, in one
-// allocation made before the pool starts) goes into it through the device's
-// uploader, on a thread of its own that takes at once whatever has finished
-// (one upload_many), while the device and the rest of the pool work. Ops
-// that fail, have no room or outgrow it go up after the pool's wait, as
-// those the device rejected do.
+// The CPU pool's outputs going up as they finish (Batch::dispatch). The
+// pool's ops that have room on the device (Op::room, in one allocation
+// made before the pool starts) have it, and their pinned host memory, laid
+// out in the order the pool takes them, so that they finish about in that
+// order. A thread of its own sends each run of finished ops up at once, in
+// order, while the device and the rest of the pool work: one DMA for the
+// run's pinned range (pinned and room are laid out alike; the room of an op
+// that failed gets whatever its pinned bytes hold, and no op reads it), and
+// a copy for each output outside pinned memory. Ops that fail, have no
+// room or outgrow it go up after the pool's wait, as those the device
+// rejected do.
 class CpuUploads {
  public:
   CpuUploads() = default;
@@ -480,20 +502,24 @@ class CpuUploads {
   // Joins the thread on every path (before the device memory goes).
   ~CpuUploads() { (void)finish(); }
 
-  Status start(gpu::ScanDevice& dev) {
+  // `order`: the pool's ops in the order of their room (and pinned memory,
+  // if any), which stays until finish().
+  Status start(gpu::ScanDevice& dev, std::span<Op* const> order) {
+    order_ = order;
+    finished_.assign(order.size(), 0);
     if (Status s = dev.uploader(&side_); !s) return s;
     thread_ = std::thread([this] { run(); });
     return {};
   }
-  // From the pool, once `op` is decoded: sends it up if it fits its room.
-  void done(Op* op) {
-    if (!thread_.joinable() || !op->room || op->state != OpState::ok || op->host_size() > op->expect) return;
+  // From the pool, once order[k] is decoded.
+  void done(std::size_t k) {
+    if (!thread_.joinable()) return;
     const std::lock_guard<std::mutex> lock(mutex_);
-    queue_.push_back(op);
-    cv_.notify_one();
+    finished_[k] = 1;
+    if (k == next_) cv_.notify_one();
   }
-  // No more ops: waits for those sent, and says how their uploads went.
-  // Op::sent holds for those that went up.
+  // No more ops (every op finished): waits for those sent, and says how
+  // their uploads went. Op::sent holds for those that went up.
   Status finish() {
     {
       const std::lock_guard<std::mutex> lock(mutex_);
@@ -506,33 +532,53 @@ class CpuUploads {
   }
 
  private:
+  static bool fits(const Op& op) { return op.room && op.state == OpState::ok && op.host_size() <= op.expect; }
+
   void run() {
-    std::vector<Op*> batch;
     std::vector<gpu::ScanUpload> uploads;
     std::unique_lock<std::mutex> lock(mutex_);
     for (;;) {
-      cv_.wait(lock, [&] { return closed_ || !queue_.empty(); });
-      if (queue_.empty()) return;
-      batch.swap(queue_);
+      cv_.wait(lock, [&] { return closed_ || (next_ < order_.size() && finished_[next_]); });
+      std::size_t end = next_;
+      while (end < order_.size() && finished_[end]) ++end;
+      if (end == next_) return;  // closed, and nothing more finished
+      const std::size_t begin = next_;
       lock.unlock();
       uploads.clear();
-      for (const Op* op : batch) uploads.push_back({op->room, op->host_bytes(), op->host_size(), true});
-      // After a failure the rest go up after the wait (which returns the failure first).
-      if (status_) {
-        status_ = side_->upload_many(uploads);
-        if (status_) {
-          for (Op* op : batch) op->sent = true;
-        }
+      // The run's pinned range: from the first op with room to the end of
+      // the last one's.
+      const Op* first = nullptr;
+      const Op* last = nullptr;
+      for (std::size_t k = begin; k < end; ++k) {
+        const Op* op = order_[k];
+        if (!op->room || !op->pinned) continue;
+        if (!first) first = op;
+        last = op;
       }
-      batch.clear();
+      if (first) {
+        const std::uint64_t n = static_cast<std::uint64_t>(last->room - first->room) + last->expect;
+        uploads.push_back({first->room, first->pinned, static_cast<std::size_t>(n), true});
+      }
+      for (std::size_t k = begin; k < end; ++k) {
+        const Op* op = order_[k];
+        if (fits(*op) && !op->pinned_size) uploads.push_back({op->room, op->host_bytes(), op->host_size(), true});
+      }
+      // After a failure the rest go up after the wait (which returns the failure first).
+      if (status_ && !uploads.empty()) status_ = side_->upload_many(uploads);
+      if (status_) {
+        for (std::size_t k = begin; k < end; ++k) order_[k]->sent = fits(*order_[k]);
+      }
       lock.lock();
+      next_ = end;
     }
   }
 
   std::unique_ptr<gpu::ScanDevice> side_;
+  std::span<Op* const> order_;
   std::mutex mutex_;
   std::condition_variable cv_;
-  std::vector<Op*> queue_;
+  std::vector<char> finished_;  // by index in order_
+  std::size_t next_ = 0;        // the first op of order_ not sent yet
   bool closed_ = false;
   Status status_;  // the uploader thread's until it is joined
   std::thread thread_;
@@ -569,9 +615,10 @@ class Batch {
   }
 
   Op& op(OpKind kind, const Region& in, std::size_t archive) {
-    auto& slot = host_->archives[archive].ops[{static_cast<int>(kind), in.host, in.size}];
+    ArchiveState& a = host_->archives[archive];
+    Op*& slot = a.ops[{in.host, in.size, static_cast<int>(kind)}];
     if (!slot) {
-      slot = std::make_unique<Op>();
+      slot = &a.op_store.emplace_back();
       slot->kind = kind;
       slot->in = in;
       slot->archive = archive;
@@ -590,7 +637,7 @@ class Batch {
   }
 
   const ZipParse& zip_of(const Region& r, std::size_t archive) {
-    auto& slot = host_->archives[archive].zips[{r.host, r.size}];
+    auto& slot = host_->archives[archive].zips[{r.host, r.size, 0}];
     if (!slot) {
       slot = std::make_unique<ZipParse>();
       zip::ReadLimits rl;
@@ -600,7 +647,7 @@ class Batch {
     return *slot;
   }
   const TarParse& tar_of(const Region& r, std::size_t archive) {
-    auto& slot = host_->archives[archive].tars[{r.host, r.size}];
+    auto& slot = host_->archives[archive].tars[{r.host, r.size, 0}];
     if (!slot) {
       slot = std::make_unique<TarParse>();
       tar::Limits tl;
@@ -611,7 +658,7 @@ class Batch {
   }
   // Whether a stored ZIP entry's bytes hold its CRC-32.
   bool crc_holds(const Region& r, std::uint32_t crc, std::size_t archive) {
-    auto [it, fresh] = host_->archives[archive].crcs.try_emplace({r.host, r.size}, false);
+    auto [it, fresh] = host_->archives[archive].crcs.try_emplace({r.host, r.size, 0}, false);
     if (fresh) it->second = zip::crc32(r.span()) == crc;
     return it->second;
   }
@@ -1010,10 +1057,6 @@ Status Batch::dispatch() {
       Op* op = ops[i];
       if (op->on_cpu) {
         pool_ops[c.pool++] = op;
-        if (!op->expect) continue;
-        op->room = room + c.room;
-        op->pinned = pinned ? pinned + c.room : nullptr;
-        c.room += aligned(op->expect);
         continue;
       }
       std::uint8_t* out = base + c.out;
@@ -1063,9 +1106,21 @@ Status Batch::dispatch() {
     }
   });
   stats_.host_to_device_bytes += sum.host_bytes;
+  // The pool takes its ops largest input first, so that no long one starts
+  // last and holds the wait (they are handed out one at a time); their room
+  // goes in that order (CpuUploads).
+  std::vector<Op*> by_size = pool_ops;
+  std::stable_sort(by_size.begin(), by_size.end(), [](const Op* a, const Op* b) { return a->in.size > b->in.size; });
+  std::uint64_t room_at = 0;
+  for (Op* op : by_size) {
+    if (!op->expect) continue;
+    op->room = room + room_at;
+    op->pinned = pinned ? pinned + room_at : nullptr;
+    room_at += aligned(op->expect);
+  }
   CpuUploads uploads;  // goes after the pool (declared before it), which hands it ops
   if (sum.room) {
-    if (Status s = uploads.start(dev_); !s) return s;
+    if (Status s = uploads.start(dev_, by_size); !s) return s;
   }
   if (!host_pieces.empty()) {
     if (Status s = waited([&] { return dev_.upload_many(host_pieces); }); !s) return s;
@@ -1079,11 +1134,7 @@ Status Batch::dispatch() {
   // one drives the device (its bursts of parallel work then preempt the
   // pool's). They read their op's input and write only its state and
   // host_out (CpuUploads then reads host_out and sets sent), which nothing
-  // below reads before the wait. The pool takes its ops largest input
-  // first, so that no long one starts last and holds the wait (they are
-  // handed out one at a time).
-  std::vector<Op*> by_size = pool_ops;
-  std::stable_sort(by_size.begin(), by_size.end(), [](const Op* a, const Op* b) { return a->in.size > b->in.size; });
+  // below reads before the wait.
   double pool_seconds = 0;
   // Its destructor waits, on every return below: it goes before what it
   // reads (by_size, pool_seconds, uploads), declared before it.
@@ -1093,7 +1144,7 @@ Status Batch::dispatch() {
       const auto t0 = std::chrono::steady_clock::now();
       detail::parallel_for_background(by_size.size(), threads_, [&](std::size_t i) {
         decode_on_cpu(*by_size[i]);
-        uploads.done(by_size[i]);
+        uploads.done(i);
       });
       pool_seconds = seconds_since(t0);
     });
