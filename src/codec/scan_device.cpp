@@ -1155,22 +1155,65 @@ Status Batch::dispatch() {
   }
   if (Status s = waited([&] { return dev_.decode_finish(); }); !s) return s;
 
-  // Each output's blocks (and the tally of the pieces, for the stats), and
-  // the checks of those that had them in the dispatch.
+  // Each output's blocks (and the tally of the pieces, for the stats), its
+  // checks, and what the walks need of it: a good output that is no layer
+  // to parse is a file (the walk goes no deeper for it, and needs none of
+  // its bytes on the host); layers, and outputs with an xxHash to check
+  // (on the host), come back whole. An op is settled (ok, or rejected to
+  // the CPU) once its checks are known.
   struct Tally {
     std::uint64_t gpu_blocks = 0, gpu_bytes = 0, cpu_blocks = 0, cpu_bytes = 0, unsupported = 0, rejected = 0;
   };
   std::vector<Tally> tallies(runs(ops.size()));
-  std::vector<char> good(ops.size(), 0);
+  std::vector<char> whole(ops.size(), 0), reject(ops.size(), 0);
+  std::vector<char> later(ops.size(), 0);    // good, and checked after the dispatch
+  std::vector<char> on_host(ops.size(), 0);  // good, with a check on the host bytes
   std::vector<std::uint32_t> device_crc(ops.size(), 0);
   std::vector<Layer> layer(ops.size(), Layer::file);
-  std::vector<char> later(ops.size(), 0);  // good, and checked after the dispatch
+  const auto verdict = [&](std::size_t i, bool ok, Tally& t, std::uint64_t* decoded) {
+    Op& op = *ops[i];
+    if (ok) {
+      op.state = OpState::ok;
+      t.gpu_bytes += op.out.size;
+      *decoded += op.out.size;
+      return;
+    }
+    ++t.rejected;
+    op.on_cpu = true;
+    reject[i] = 1;
+    whole[i] = 0;
+  };
+  // A good op's whole flag, and its verdict unless it has checks on the
+  // host, once its layer and CRC-32 are known.
+  const auto settle = [&](std::size_t i, Tally& t, std::uint64_t* decoded) {
+    Op& op = *ops[i];
+    bool host_check = false;
+    for (const Check& c : op.checks) host_check |= c.kind != Check::crc32;
+    whole[i] = layer[i] != Layer::file || host_check;
+    if (!whole[i]) {
+      op.out.file = true;
+      op.out.head = dev_.emulated() ? op.out.dev : nullptr;
+    }
+    if (host_check) {
+      on_host[i] = 1;  // after the fetch
+    } else {
+      verdict(i, verify_checks(op, device_crc[i]), t, decoded);
+    }
+  };
+  // Adds the ok outputs' bytes to their archive's tally.
+  const auto add_decoded = [&](std::size_t archive, std::uint64_t& decoded) {
+    if (decoded) std::atomic_ref<std::uint64_t>(decoded_[archive]).fetch_add(decoded, std::memory_order_relaxed);
+    decoded = 0;
+  };
+  // A run adds to few archives' tallies (the ops come archive after archive).
   for_runs(ops.size(), [&](std::size_t r, std::size_t begin, std::size_t end) {
     Tally& t = tallies[r];
+    std::size_t archive = SIZE_MAX;
+    std::uint64_t decoded = 0;
     for (std::size_t i = begin; i < end; ++i) {
       Op& op = *ops[i];
       if (op.on_cpu) continue;
-      good[i] = verify_blocks(op, inflates, lz4s, copies);
+      const bool good = verify_blocks(op, inflates, lz4s, copies);
       for (const Piece& p : op.pieces) {
         if (p.kind == Piece::cpu) {
           ++t.cpu_blocks;
@@ -1181,7 +1224,14 @@ Status Batch::dispatch() {
           ++t.gpu_blocks;
         }
       }
-      if (!good[i]) continue;
+      if (op.archive != archive) {
+        if (archive != SIZE_MAX) add_decoded(archive, decoded);
+        archive = op.archive;
+      }
+      if (!good) {
+        verdict(i, false, t, &decoded);
+        continue;
+      }
       const Checked& c = checked[i];
       if (c.layer == SIZE_MAX || op.out.size != c.size) {
         later[i] = 1;
@@ -1189,69 +1239,40 @@ Status Batch::dispatch() {
       }
       layer[i] = layer_jobs[c.layer].layer;
       if (c.crc_first != c.crc_last) device_crc[i] = joined_crc(crc_pieces, c.crc_first, c.crc_last);
+      settle(i, t, &decoded);
     }
+    if (archive != SIZE_MAX) add_decoded(archive, decoded);
   });
-  // The device classifies each good output by its first bytes (a file, or
-  // a layer to parse) and takes the CRC-32s: only the layers, and outputs
-  // with an xxHash to check, come back, whole.
+  // The rest of the checks (few ops, on this thread): the device classifies
+  // the other good outputs and takes their CRC-32s; then the host checks
+  // its own on the bytes that came back.
+  const auto one = [&](std::size_t i, const auto& fn) {
+    std::uint64_t decoded = 0;
+    fn(i, tallies[i / kRun], &decoded);
+    add_decoded(ops[i]->archive, decoded);
+  };
   if (std::find(later.begin(), later.end(), 1) != later.end()) {
     std::vector<Region> crc(ops.size()), head(ops.size());
-    for_runs(ops.size(), [&](std::size_t, std::size_t begin, std::size_t end) {
-      for (std::size_t i = begin; i < end; ++i) {
-        if (!later[i]) continue;
-        const Op& op = *ops[i];
-        head[i] = op.out;
-        for (const Check& c : op.checks) {
-          if (c.kind == Check::crc32) crc[i] = op.out;
-        }
+    for (std::size_t i = 0; i < ops.size(); ++i) {
+      if (!later[i]) continue;
+      const Op& op = *ops[i];
+      head[i] = op.out;
+      for (const Check& c : op.checks) {
+        if (c.kind == Check::crc32) crc[i] = op.out;
       }
-    });
+    }
     if (Status s = device_checks(crc, &device_crc, head, &layer); !s) return s;
+    for (std::size_t i = 0; i < ops.size(); ++i) {
+      if (later[i]) one(i, settle);
+    }
   }
-  // file: a good output that is no layer to parse (the walk goes no deeper
-  // for it, and needs none of its bytes on the host).
-  std::vector<char> whole(ops.size(), 0), file(ops.size(), 0);
-  for_runs(ops.size(), [&](std::size_t, std::size_t begin, std::size_t end) {
-    for (std::size_t i = begin; i < end; ++i) {
-      if (!good[i]) continue;
-      Op& op = *ops[i];
-      file[i] = layer[i] == Layer::file;
-      whole[i] = !file[i];
-      for (const Check& c : op.checks) whole[i] |= c.kind != Check::crc32;
-      if (!whole[i]) {
-        op.out.file = true;
-        op.out.head = dev_.emulated() ? op.out.dev : nullptr;
-      }
-    }
-  });
   if (Status s = fetch_whole(ops, whole); !s) return s;
-  // Each run adds its good ops' outputs to their archive's tally (the ops
-  // come archive after archive, so a run adds to few).
-  std::vector<char> reject(ops.size(), 0);
-  for_runs(ops.size(), [&](std::size_t r, std::size_t begin, std::size_t end) {
-    Tally& t = tallies[r];
-    std::size_t archive = SIZE_MAX;
-    std::uint64_t decoded = 0;
-    const auto add_decoded = [&] {
-      if (decoded) std::atomic_ref<std::uint64_t>(decoded_[archive]).fetch_add(decoded, std::memory_order_relaxed);
-      decoded = 0;
-    };
-    for (std::size_t i = begin; i < end; ++i) {
-      Op& op = *ops[i];
-      if (op.on_cpu) continue;
-      if (good[i] && verify_checks(op, device_crc[i])) {
-        op.state = OpState::ok;
-        t.gpu_bytes += op.out.size;
-        if (op.archive != archive) add_decoded(), archive = op.archive;
-        decoded += op.out.size;
-      } else {
-        ++t.rejected;
-        op.on_cpu = true;
-        reject[i] = 1;
-      }
-    }
-    add_decoded();
-  });
+  for (std::size_t i = 0; i < ops.size(); ++i) {
+    if (!on_host[i]) continue;
+    one(i, [&](std::size_t k, Tally& t, std::uint64_t* decoded) {
+      verdict(k, verify_checks(*ops[k], device_crc[k]), t, decoded);
+    });
+  }
   std::vector<Op*> rejected;
   for (std::size_t i = 0; i < ops.size(); ++i) {
     if (reject[i]) rejected.push_back(ops[i]);
