@@ -127,11 +127,14 @@ struct DeviceScanStats {
   double cpu_seconds = 0;              //   after the device's part: the inputs it rejected, decoded on the
                                        //   CPU, and the wait for the pool's inputs (below) where the device
                                        //   finished first
-  double final_walk_seconds = 0;       //   the final walks (with the CPU decodes they ask for)
-  double entry_table_seconds = 0;      //   every archive's entries joined into the result's table, and the
-                                       //   gather's list of where each entry's bytes are
-  double result_alloc_seconds = 0;     //   the result's allocation
-  double gather_seconds = 0;           //   the upload of entries' bytes held on the host, the final gather
+  double final_walk_seconds = 0;       //   the final walks left (with the CPU decodes they ask for): each
+                                       //   pass's walk of an archive is its final walk when it finds nothing
+                                       //   new to decode, and counts in walk_seconds then
+  double entry_table_seconds = 0;      //   the gather's list of where each entry's bytes are (the entries
+                                       //   join the result's table on a thread of their own beside the gather)
+  double result_alloc_seconds = 0;     //   the wait for the result's allocation (made beside the list)
+  double gather_seconds = 0;           //   the upload of entries' bytes held on the host, the final gather,
+                                       //   and the wait for the table
   double release_seconds = 0;          //   freeing the call's temporary device memory (its host state is
                                        //   freed after the call returns, on a thread of the scanner's)
   double cpu_pool_seconds = 0;         // not a phase of its own: the CPU pool's time on the inputs it took
