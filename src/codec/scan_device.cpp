@@ -1546,9 +1546,9 @@ class Walker {
   // Whether the walk recorded ops (and so listed nothing).
   bool recorded() const { return !final_; }
 
-  Status walk(const Region& data, const std::string& path, const std::string& codec, int layer, int depth) {
+  Status walk(const Region& data, std::string path, const std::string& codec, int layer, int depth) {
     const Layer kind = data.file ? Layer::file : layer_of(data.head, static_cast<std::size_t>(data.size));
-    if (kind != Layer::file && depth > limits_.max_depth) return add(path, codec, layer, {}, kDepthStatus);
+    if (kind != Layer::file && depth > limits_.max_depth) return add(std::move(path), codec, layer, {}, kDepthStatus);
     switch (kind) {
       case Layer::gzip:
       case Layer::lz4:
@@ -1557,8 +1557,8 @@ class Walker {
       case Layer::tar: return walk_tar(data, path, codec, layer, depth);
       case Layer::file: break;
     }
-    if (!final_) return add(path, codec, layer, data, {});
-    return add(path, codec.empty() ? "stored" : codec, layer, data, {});
+    if (!final_) return add(std::move(path), codec, layer, data, {});
+    return add(std::move(path), codec.empty() ? "stored" : codec, layer, data, {});
   }
 
   std::vector<ScanEntry> entries;
@@ -1618,9 +1618,13 @@ class Walker {
   Status walk_zip(const Region& data, const std::string& path, const std::string& codec, int layer, int depth) {
     const ZipParse& z = batch_.zip_of(data, archive_);
     if (!z.status) return add(path, join(codec, "zip"), layer, {}, z.status);
+    if (final_) {
+      entries.reserve(entries.size() + z.entries.size());
+      sources.reserve(sources.size() + z.entries.size());
+    }
     for (const zip::Entry& e : z.entries) {
       if (e.is_directory() || e.is_symlink()) continue;
-      const std::string member = final_ ? path + "/" + e.name : std::string();
+      std::string member = final_ ? path + "/" + e.name : std::string();
       const std::string how =
           final_ ? join(codec, e.method == zip::kDeflate ? "zip:deflate" : "zip:stored") : std::string();
       const bool inside = e.data_offset <= data.size && data.size - e.data_offset >= e.compressed_size;
@@ -1628,7 +1632,7 @@ class Walker {
       if (inside && e.method == zip::kStored && e.compressed_size == e.size) {
         const Region bytes = data.sub(e.data_offset, e.size);
         if (batch_.crc_holds(bytes, e.crc32, archive_)) {
-          if (Status w = walk(bytes, member, how, layer + 1, depth + 1); !w) return w;
+          if (Status w = walk(bytes, std::move(member), how, layer + 1, depth + 1); !w) return w;
           continue;
         }
       }
@@ -1638,7 +1642,7 @@ class Walker {
         op.crc = e.crc32;
         if (op.state == OpState::ok && e.size <= allowed) {
           budget_.produced += op.out.size;
-          if (Status w = walk(op.out, member, how, layer + 1, depth + 1); !w) return w;
+          if (Status w = walk(op.out, std::move(member), how, layer + 1, depth + 1); !w) return w;
           continue;
         }
         if (records(op)) record(op, allowed);
@@ -1650,10 +1654,10 @@ class Walker {
       if (s && e.method != zip::kStored) budget_.produced += out.size();
       s = budget_.over_limits(s, allowed);
       if (!s) {
-        if (Status a = add(member, how, layer + 1, {}, s); !a) return a;
+        if (Status a = add(std::move(member), how, layer + 1, {}, s); !a) return a;
         continue;
       }
-      if (Status w = walk(host_region(std::move(out)), member, how, layer + 1, depth + 1); !w) return w;
+      if (Status w = walk(host_region(std::move(out)), std::move(member), how, layer + 1, depth + 1); !w) return w;
     }
     return {};
   }
@@ -1673,12 +1677,12 @@ class Walker {
     return {};
   }
 
-  Status add(const std::string& path, const std::string& codec, int layer, const Region& data, Status status) {
+  Status add(std::string path, const std::string& codec, int layer, const Region& data, Status status) {
     if (count_ >= limits_.max_entries) return kEntriesStatus;
     ++count_;
     if (!final_) return {};
     ScanEntry e;
-    e.path = path;
+    e.path = std::move(path);
     e.layer = layer;
     e.codec = codec;
     e.status = status;
