@@ -41,6 +41,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <iterator>
 #include <future>
 #include <deque>
 #include <memory>
@@ -1732,8 +1733,15 @@ Status scan_roots(std::vector<Root>& roots, const ScanLimits& limits, gpu::ScanD
   std::vector<std::optional<Walker>>& walkers = batch.hold(std::vector<std::optional<Walker>>(roots.size()));
   std::vector<Status> walked(roots.size());
   std::vector<char> listed(roots.size(), 0);  // the archive's final walk is done
+  // The walks take the largest archives first, so that no long walk starts
+  // last and holds the pass (they are handed out one at a time).
+  std::vector<std::size_t> order(roots.size());
+  for (std::size_t a = 0; a < roots.size(); ++a) order[a] = a;
+  std::stable_sort(order.begin(), order.end(),
+                   [&](std::size_t x, std::size_t y) { return roots[x].region.size > roots[y].region.size; });
   for (std::int64_t pass = 0;; ++pass) {
-    detail::parallel_for(roots.size(), batch.threads(), [&](std::size_t a) {
+    detail::parallel_for(roots.size(), batch.threads(), [&](std::size_t k) {
+      const std::size_t a = order[k];
       if (listed[a]) return;
       Walker& w = walkers[a].emplace(batch, limits, a, Walker::Mode::trying);
       walked[a] = w.walk(roots[a].region, roots[a].name, "", 0, 0);
@@ -1747,7 +1755,8 @@ Status scan_roots(std::vector<Root>& roots, const ScanLimits& limits, gpu::ScanD
   // The final walks of any archive left (the CPU decides what no dispatch
   // did), and the gather of every entry's bytes.
   Status call;
-  detail::parallel_for(roots.size(), batch.threads(), [&](std::size_t a) {
+  detail::parallel_for(roots.size(), batch.threads(), [&](std::size_t k) {
+    const std::size_t a = order[k];
     if (listed[a]) return;
     Walker& w = walkers[a].emplace(batch, limits, a, Walker::Mode::final);
     walked[a] = w.walk(roots[a].region, roots[a].name, "", 0, 0);
@@ -1806,14 +1815,12 @@ Status scan_roots(std::vector<Root>& roots, const ScanLimits& limits, gpu::ScanD
   // in): it moves the walkers' entries, which nothing reads from here on.
   // Waited for on every path (the future's destructor).
   std::future<void> table = std::async(std::launch::async, [&] {
-    result->entries.resize(place.back().entry);
+    std::vector<ScanEntry>& table = result->entries;
+    table.reserve(place.back().entry);
     for (std::size_t a = 0; a < roots.size(); ++a) {
-      Walker& w = *walkers[a];
-      for (std::size_t i = 0; i < w.entries.size(); ++i) {
-        ScanEntry& e = result->entries[place[a].entry + i];
-        e = std::move(w.entries[i]);
-        e.offset += place[a].offset;
-      }
+      std::vector<ScanEntry>& from = walkers[a]->entries;
+      table.insert(table.end(), std::make_move_iterator(from.begin()), std::make_move_iterator(from.end()));
+      for (std::size_t i = place[a].entry; i < table.size(); ++i) table[i].offset += place[a].offset;
     }
   });
   // The gather reads entries' bytes in the archives (when no dispatch has).
