@@ -18,6 +18,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <cstdlib>
 #include <cstring>
 #include <mutex>
 #include <tuple>
@@ -61,32 +62,46 @@ __global__ void scan_layer_kernel(ScanLayerJob* jobs, std::size_t n) {
   }
 }
 
-// Host arrays laid out back to back for one upload, and the device copy.
+// Host arrays laid out back to back for one upload, in pinned memory (the
+// stage's, which the DMA reads and the results' download writes, with no
+// copy through pageable memory), each 256-aligned.
 class Staging {
  public:
+  // At most this much padding a put or reserve adds before its array.
+  static constexpr std::size_t kAlign = 256;
+  void attach(std::uint8_t* base, std::size_t capacity) {
+    base_ = base;
+    capacity_ = capacity;
+    size_ = 0;
+  }
   template <class T>
   std::size_t put(const T* p, std::size_t n) {
-    const std::size_t at = (bytes_.size() + 255) / 256 * 256;
-    bytes_.resize(at + n * sizeof(T));
-    if (n) std::memcpy(bytes_.data() + at, p, n * sizeof(T));
+    const std::size_t at = reserve(n * sizeof(T));
+    if (n) std::memcpy(base_ + at, p, n * sizeof(T));
     return at;
   }
+  // n bytes, zeroed (what a result array holds until the device writes it).
   std::size_t reserve(std::size_t n) {
-    const std::size_t at = (bytes_.size() + 255) / 256 * 256;
-    bytes_.resize(at + n);
+    const std::size_t at = (size_ + kAlign - 1) / kAlign * kAlign;
+    if (at + n > capacity_) std::abort();  // the caller's bound was wrong: a bug, never input
+    if (n) std::memset(base_ + at, 0, n);
+    size_ = at + n;
     return at;
   }
-  std::vector<std::uint8_t>& bytes() { return bytes_; }
+  std::uint8_t* data() const { return base_; }
+  std::size_t size() const { return size_; }
   // The i-th T of the array staged at `offset` (after a fetch: the device's).
   template <class T>
   T at(std::size_t offset, std::size_t i) const {
     T v;
-    std::memcpy(&v, bytes_.data() + offset + i * sizeof(T), sizeof v);
+    std::memcpy(&v, base_ + offset + i * sizeof(T), sizeof v);
     return v;
   }
 
  private:
-  std::vector<std::uint8_t> bytes_;
+  std::uint8_t* base_ = nullptr;
+  std::size_t capacity_ = 0;
+  std::size_t size_ = 0;
 };
 
 // A decoder dispatch's item arrays (inputs, their sizes, outputs, their
@@ -112,22 +127,23 @@ StagedJobs stage_jobs(Staging& st, std::span<const ScanDecodeJob> jobs) {
   for (int c = 0; c < kClasses; ++c) start[c + 1] += start[c];
   s.order.resize(n);
   for (std::size_t i = 0; i < n; ++i) s.order[start[bit_class(jobs[i].in_size)]++] = static_cast<std::uint32_t>(i);
-  std::vector<const void*> in(n);
-  std::vector<std::size_t> in_sizes(n), caps(n);
-  std::vector<void*> out(n);
+  s.in = st.reserve(n * sizeof(const void*));
+  s.sizes = st.reserve(n * sizeof(std::size_t));
+  s.out = st.reserve(n * sizeof(void*));
+  s.caps = st.reserve(n * sizeof(std::size_t));
   for (std::size_t k = 0; k < n; ++k) {
     const ScanDecodeJob& j = jobs[s.order[k]];
-    in[k] = j.in;
-    in_sizes[k] = j.in_size;
-    out[k] = j.out;
-    caps[k] = j.capacity;
-    s.max_cap = std::max(s.max_cap, caps[k]);
+    std::memcpy(st.data() + s.in + k * sizeof(const void*), &j.in, sizeof(const void*));
+    std::memcpy(st.data() + s.sizes + k * sizeof(std::size_t), &j.in_size, sizeof(std::size_t));
+    std::memcpy(st.data() + s.out + k * sizeof(void*), &j.out, sizeof(void*));
+    std::memcpy(st.data() + s.caps + k * sizeof(std::size_t), &j.capacity, sizeof(std::size_t));
+    s.max_cap = std::max(s.max_cap, j.capacity);
   }
-  s.in = st.put(in.data(), n);
-  s.sizes = st.put(in_sizes.data(), n);
-  s.out = st.put(out.data(), n);
-  s.caps = st.put(caps.data(), n);
   return s;
+}
+// The bytes stage_jobs takes for n jobs (without padding).
+constexpr std::size_t staged_job_bytes(std::size_t n) {
+  return n * (2 * sizeof(void*) + 2 * sizeof(std::size_t));
 }
 
 // Pinned host memory for one call's transfers: two halves that pageable
@@ -466,7 +482,14 @@ class CudaScanDevice final : public ScanDevice {
     std::size_t used = 0;
     const auto flush = [&]() -> Status {
       if (dmas.empty()) return {};
-      host_copies(ins, in_bytes, &first_piece_);
+      // An uploader's thread copies alone: it runs beside the caller's own
+      // parallel work (the archives' upload beside the first walk), which
+      // the worker pool is better spent on.
+      if (owns_stream_) {
+        for (const detail::Copy& c : ins) std::memcpy(c.dst, c.src, c.size);
+      } else {
+        host_copies(ins, in_bytes, &first_piece_);
+      }
       for (const ScanUpload& d : dmas) {
         TANDEM_CUDA_CHECK(cudaMemcpyAsync(d.dst, d.src, d.bytes, cudaMemcpyHostToDevice, stream_), "scan upload");
       }
@@ -556,13 +579,8 @@ class CudaScanDevice final : public ScanDevice {
     // `back` on: the CRC pieces and layer jobs, which go both ways, and the
     // results), so that one download brings them all.
     Staging& st = p.st;
-    st.bytes().reserve(256 * 16 + (ni + nl) * (6 * sizeof(std::size_t) + 2 * sizeof(void*) + 8) +
-                       nc * (sizeof(ScanCopyItem) + sizeof(ScanCopyStatus)) + np * sizeof(ScanCrcPiece) +
-                       nj * sizeof(ScanLayerJob));
-    p.ai = stage_jobs(st, inflates);
-    p.al = stage_jobs(st, lz4s);
-    const StagedJobs& ai = p.ai;
-    const StagedJobs& al = p.al;
+    std::size_t lz4_cap = 0;
+    for (const ScanDecodeJob& j : lz4s) lz4_cap = std::max(lz4_cap, j.capacity);
     // A thread block per copy item, so large copies go in pieces of
     // kCopyPiece bytes (whose statuses are the copy's: they depend on its
     // pointers and mode only).
@@ -587,11 +605,24 @@ class CudaScanDevice final : public ScanDevice {
     }
     first[nc] = items.size();
     const std::size_t n_items = items.size();
-    const std::size_t c_items = st.put(items.data(), n_items);
     std::size_t temp = 0;
     if (nl) {
-      if (Status s = lz4_decompress_temp_size(nl, al.max_cap, &temp); !s) return s;
+      if (Status s = lz4_decompress_temp_size(nl, lz4_cap, &temp); !s) return s;
     }
+    // Every array below, and the padding before each (19 of them at most).
+    const std::size_t bound =
+        20 * Staging::kAlign + staged_job_bytes(ni) + staged_job_bytes(nl) + n_items * sizeof(ScanCopyItem) + temp +
+        np * sizeof(ScanCrcPiece) + nj * sizeof(ScanLayerJob) +
+        ni * (2 * sizeof(std::size_t) + sizeof(InflateStatus) + sizeof(InflateEnd)) +
+        nl * (sizeof(std::size_t) + sizeof(ItemStatus)) + n_items * sizeof(ScanCopyStatus);
+    if (Status s = lease(); !s) return s;
+    if (Status s = stage_->small.reserve(bound); !s) return s;
+    st.attach(stage_->small.data(), bound);
+    p.ai = stage_jobs(st, inflates);
+    p.al = stage_jobs(st, lz4s);
+    const StagedJobs& ai = p.ai;
+    const StagedJobs& al = p.al;
+    const std::size_t c_items = st.put(items.data(), n_items);
     const std::size_t l_temp = st.reserve(temp);
     const std::size_t back = p.back = st.put(pieces.data(), np);
     const std::size_t j_layers = p.j_layers = st.put(layers.data(), nj);
@@ -682,11 +713,10 @@ class CudaScanDevice final : public ScanDevice {
     if (stage_) return {};
     return StagePool::instance().take(&stage_);
   }
-
-  // Uploads the staged arrays (through the stage's pinned buffer) into the
+  // Uploads the staged arrays (already in the stage's pinned buffer) into the
   // scratch allocation (grown as needed).
   Status stage(Staging& st, std::uint8_t** d) {
-    const std::size_t bytes = std::max<std::size_t>(st.bytes().size(), 256);
+    const std::size_t bytes = std::max<std::size_t>(st.size(), 256);
     if (bytes > scratch_bytes_) {
       free(scratch_);
       scratch_ = nullptr;
@@ -694,21 +724,17 @@ class CudaScanDevice final : public ScanDevice {
       if (Status s = alloc(bytes, &scratch_); !s) return s;
       scratch_bytes_ = bytes;
     }
-    if (Status s = lease(); !s) return s;
-    if (Status s = stage_->small.reserve(st.bytes().size()); !s) return s;
-    std::memcpy(stage_->small.data(), st.bytes().data(), st.bytes().size());
-    TANDEM_CUDA_CHECK(cudaMemcpyAsync(scratch_, stage_->small.data(), st.bytes().size(), cudaMemcpyHostToDevice, stream_),
+    TANDEM_CUDA_CHECK(cudaMemcpyAsync(scratch_, st.data(), st.size(), cudaMemcpyHostToDevice, stream_),
                       "scan descriptors upload");
     *d = static_cast<std::uint8_t*>(scratch_);
     return {};
   }
   // Waits for the dispatch and brings back the staged results from `from` on.
   Status fetch(Staging& st, const std::uint8_t* d, std::size_t from) {
-    const std::size_t n = st.bytes().size() - from;
-    TANDEM_CUDA_CHECK(cudaMemcpyAsync(stage_->small.data() + from, d + from, n, cudaMemcpyDeviceToHost, stream_),
+    const std::size_t n = st.size() - from;
+    TANDEM_CUDA_CHECK(cudaMemcpyAsync(st.data() + from, d + from, n, cudaMemcpyDeviceToHost, stream_),
                       "scan results download");
     TANDEM_CUDA_CHECK(cudaStreamSynchronize(stream_), "scan dispatch");
-    std::memcpy(st.bytes().data() + from, stage_->small.data() + from, n);
     return {};
   }
 
