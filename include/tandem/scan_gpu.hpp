@@ -17,15 +17,20 @@
 // ZIP) are copied back to the host to be parsed; the bytes of the files
 // themselves stay in device memory. Checksums (gzip CRC-32 and ISIZE, ZIP
 // CRC-32, LZ4 and zstd content checksums) are verified, a mismatch being the
-// entry's status as in scan().
+// entry's status as in scan(); the CRC-32s, and whether each output is a
+// file or a container, are taken on the device in the decoders' own round
+// trip. Each layer's walk of an archive is its final one (the entries it
+// lists stand) unless it finds something new to decode.
 //
 // The GPU and the CPU share each layer: inputs with a large decode unit (a
 // long deflate stream, a large LZ4 block, a zstd frame that libzstd decodes;
-// DeviceScanOptions::cpu_block_bytes) are decoded whole by the CPU thread
-// pool while the device decodes the many small ones: a long stream is
-// decoded serially on either side, and a CPU core does it faster than one
-// warp. The CPU's bytes go up to the device as each input finishes, while
-// the device and the rest of the pool still work.
+// DeviceScanOptions::cpu_block_bytes) are decoded whole by a background CPU
+// thread pool (its threads at a lower OS priority, so that the host's own
+// parallel passes preempt them) while the device decodes the many small
+// ones: a long stream is decoded serially on either side, and a CPU core
+// does it faster than one warp. The CPU's bytes go up to the device in runs
+// as the inputs finish, while the device and the rest of the pool still
+// work.
 //
 // With DeviceScanOptions::gpu false, or in a build or on a machine without a
 // CUDA device, the same descriptors, dispatches and fallbacks run through the
