@@ -93,33 +93,32 @@ int thread_nice() {
   return getpriority(PRIO_PROCESS, static_cast<id_t>(syscall(SYS_gettid)));
 }
 
+// The nice values of the workers (not the caller) that ran items of a job of
+// 64 items of 0.5 ms.
+std::vector<int> worker_nices(ParallelFor run) {
+  const std::thread::id me = std::this_thread::get_id();
+  std::mutex m;
+  std::vector<int> nices;
+  run(64, 4, [&](std::size_t) {
+    std::this_thread::sleep_for(std::chrono::microseconds(500));
+    if (std::this_thread::get_id() == me) return;
+    const int nice = thread_nice();
+    const std::lock_guard<std::mutex> lock(m);
+    nices.push_back(nice);
+  });
+  return nices;
+}
+
 // Items the background pool's workers run see a higher nice value than the
-// caller's (the lowest priority, 19, caps it).
+// caller's (the lowest priority, 19, caps it); the shared pool's workers
+// keep the process's.
 TEST(ThreadPool, BackgroundWorkersAreNicer) {
   const int caller = thread_nice();
   if (caller >= 19) GTEST_SKIP() << "this process already runs at the lowest priority (nice 19)";
-  const std::thread::id me = std::this_thread::get_id();
-  std::mutex m;
-  std::vector<int> worker_nice;
-  tandem::detail::parallel_for_background(64, 4, [&](std::size_t) {
-    std::this_thread::sleep_for(std::chrono::microseconds(500));
-    if (std::this_thread::get_id() == me) return;
-    const int nice = thread_nice();
-    const std::lock_guard<std::mutex> lock(m);
-    worker_nice.push_back(nice);
-  });
-  ASSERT_FALSE(worker_nice.empty()) << "no worker took an item of 64 items of 0.5 ms";
-  for (const int n : worker_nice) EXPECT_GT(n, caller);
-  // The shared pool's workers keep the process's priority.
-  std::vector<int> shared_nice;
-  tandem::detail::parallel_for(64, 4, [&](std::size_t) {
-    std::this_thread::sleep_for(std::chrono::microseconds(500));
-    if (std::this_thread::get_id() == me) return;
-    const int nice = thread_nice();
-    const std::lock_guard<std::mutex> lock(m);
-    shared_nice.push_back(nice);
-  });
-  for (const int n : shared_nice) EXPECT_EQ(n, caller);
+  const std::vector<int> background = worker_nices(&tandem::detail::parallel_for_background);
+  ASSERT_FALSE(background.empty()) << "no worker took an item";
+  for (const int n : background) EXPECT_GT(n, caller);
+  for (const int n : worker_nices(&tandem::detail::parallel_for)) EXPECT_EQ(n, caller);
 }
 #endif
 
