@@ -40,10 +40,10 @@
 #include <condition_variable>
 #include <cstdlib>
 #include <cstring>
-#include <functional>
-#include <iterator>
-#include <future>
 #include <deque>
+#include <functional>
+#include <future>
+#include <iterator>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -256,8 +256,6 @@ struct TarParse {
   std::vector<tar::Entry> entries;
 };
 
-// What the walks of one archive keep across passes. Each archive's walks
-// touch only its own state, so the walks of different archives run at once.
 // Bytes of the scan by where they lie and how long they are, and an op's by
 // its kind too: the keys of an archive's parses and ops.
 struct BytesKey {
@@ -276,6 +274,8 @@ struct BytesKeyHash {
 template <class T>
 using BytesMap = std::unordered_map<BytesKey, T, BytesKeyHash>;
 
+// What the walks of one archive keep across passes. Each archive's walks
+// touch only its own state, so the walks of different archives run at once.
 struct ArchiveState {
   std::deque<Op> op_store;  // the ops (a deque: their addresses stay)
   BytesMap<Op*> ops;
@@ -1098,10 +1098,10 @@ Status Batch::dispatch() {
       layer_jobs[k.layer] = {out, k.size};
       if (!k.crc_last) continue;
       k.crc_first = c.pieces;
-      for (std::uint64_t at = 0; at < k.size; at += gpu::kScanCrcPiece) {
+      for (std::uint64_t off = 0; off < k.size; off += gpu::kScanCrcPiece) {
         gpu::ScanCrcPiece& p = crc_pieces[c.pieces++];
-        p.data = out + at;
-        p.size = static_cast<std::uint32_t>(std::min<std::uint64_t>(gpu::kScanCrcPiece, k.size - at));
+        p.data = out + off;
+        p.size = static_cast<std::uint32_t>(std::min<std::uint64_t>(gpu::kScanCrcPiece, k.size - off));
       }
       k.crc_last = c.pieces;
     }
