@@ -131,9 +131,13 @@ class Pool {
   void loop() {
     t_inside_parallel = true;
 #if defined(__linux__)
-    // This thread's own nice value (Linux schedules threads alone); a
-    // failure leaves it at the process's.
-    if (nice_) (void)setpriority(PRIO_PROCESS, static_cast<id_t>(syscall(SYS_gettid)), getpriority(PRIO_PROCESS, 0) + nice_);
+    // This thread's own nice value (Linux schedules threads alone, and
+    // PRIO_PROCESS of 0 or of a thread id names the thread): the creator's
+    // plus nice_. A failure leaves it at the creator's.
+    if (nice_) {
+      const auto self = static_cast<id_t>(syscall(SYS_gettid));
+      (void)setpriority(PRIO_PROCESS, self, getpriority(PRIO_PROCESS, self) + nice_);
+    }
 #endif
     std::unique_lock<std::mutex> lock(m_);
     for (;;) {
