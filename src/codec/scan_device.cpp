@@ -210,8 +210,9 @@ std::uint32_t joined_crc(const std::vector<gpu::ScanCrcPiece>& pieces, std::size
   static const uLong join_piece = crc32_combine_gen(static_cast<z_off_t>(gpu::kScanCrcPiece));
   uLong crc = pieces[first].crc;
   for (std::size_t k = first + 1; k < last; ++k) {
-    crc = pieces[k].size == gpu::kScanCrcPiece ? crc32_combine_op(crc, pieces[k].crc, join_piece)
-                                               : crc32_combine(crc, pieces[k].crc, static_cast<z_off_t>(pieces[k].size));
+    const uLong piece = pieces[k].crc;
+    crc = pieces[k].size == gpu::kScanCrcPiece ? crc32_combine_op(crc, piece, join_piece)
+                                               : crc32_combine(crc, piece, static_cast<z_off_t>(pieces[k].size));
   }
   return static_cast<std::uint32_t>(crc);
 }
@@ -240,8 +241,9 @@ Checked checks_in_dispatch(const Op& op) {
   if (end > op.out_bytes) return c;
   c.size = end;
   c.layer = 0;
+  const auto pieces = static_cast<std::size_t>((end + gpu::kScanCrcPiece - 1) / gpu::kScanCrcPiece);
   for (const Check& k : op.checks) {
-    if (k.kind == Check::crc32) c.crc_last = static_cast<std::size_t>((end + gpu::kScanCrcPiece - 1) / gpu::kScanCrcPiece);
+    if (k.kind == Check::crc32) c.crc_last = pieces;
   }
   return c;
 }

@@ -640,7 +640,8 @@ class CudaScanDevice final : public ScanDevice {
                                    reinterpret_cast<const std::size_t*>(d + ai.sizes), ni, nullptr, 0,
                                    reinterpret_cast<void* const*>(d + ai.out),
                                    reinterpret_cast<const std::size_t*>(d + ai.caps),
-                                   reinterpret_cast<std::size_t*>(d + i_got), reinterpret_cast<InflateStatus*>(d + i_status),
+                                   reinterpret_cast<std::size_t*>(d + i_got),
+                                   reinterpret_cast<InflateStatus*>(d + i_status),
                                    reinterpret_cast<InflateEnd*>(d + i_end), reinterpret_cast<std::size_t*>(d + i_used),
                                    reinterpret_cast<Stream>(stream_));
           !s) {
@@ -653,7 +654,8 @@ class CudaScanDevice final : public ScanDevice {
                                           temp ? d + l_temp : nullptr, temp, reinterpret_cast<void* const*>(d + al.out),
                                           reinterpret_cast<const std::size_t*>(d + al.caps),
                                           reinterpret_cast<std::size_t*>(d + l_got),
-                                          reinterpret_cast<ItemStatus*>(d + l_status), reinterpret_cast<Stream>(stream_));
+                                          reinterpret_cast<ItemStatus*>(d + l_status),
+                                          reinterpret_cast<Stream>(stream_));
           !s) {
         return s;
       }
