@@ -123,8 +123,7 @@ class ScanDevice {
                               std::span<ScanCopyJob> copies, std::span<ScanCrcPiece> pieces,
                               std::span<ScanLayerJob> layers) = 0;
   virtual Status decode_finish() = 0;
-  Status inflate(std::span<ScanDecodeJob> jobs) { return decode(jobs, {}, {}, {}, {}); }
-  Status lz4(std::span<ScanDecodeJob> jobs) { return decode({}, jobs, {}, {}, {}); }
+  // A dispatch of copies alone, and one of checks alone.
   Status copy(std::span<ScanCopyJob> jobs) { return decode({}, {}, jobs, {}, {}); }
   Status check(std::span<ScanCrcPiece> pieces, std::span<ScanLayerJob> layers) {
     return decode({}, {}, {}, pieces, layers);
