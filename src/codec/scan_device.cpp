@@ -193,13 +193,17 @@ struct Op {
   bool sent = false;             // host_out went up into room
 };
 
-// The CRC-32 pieces of `size` device bytes at `dev`.
-void add_crc_pieces(const std::uint8_t* dev, std::uint64_t size, std::vector<gpu::ScanCrcPiece>* pieces) {
-  for (std::uint64_t at = 0; at < size; at += gpu::kScanCrcPiece) {
-    gpu::ScanCrcPiece p;
-    p.data = dev + at;
-    p.size = static_cast<std::uint32_t>(std::min<std::uint64_t>(gpu::kScanCrcPiece, size - at));
-    pieces->push_back(p);
+// How many CRC-32 pieces `size` bytes take.
+std::size_t crc_pieces_of(std::uint64_t size) {
+  return static_cast<std::size_t>((size + gpu::kScanCrcPiece - 1) / gpu::kScanCrcPiece);
+}
+
+// The CRC-32 pieces of `size` device bytes at `dev`, written from `at` on
+// (crc_pieces_of(size) of them).
+void put_crc_pieces(const std::uint8_t* dev, std::uint64_t size, gpu::ScanCrcPiece* at) {
+  for (std::uint64_t off = 0; off < size; off += gpu::kScanCrcPiece, ++at) {
+    at->data = dev + off;
+    at->size = static_cast<std::uint32_t>(std::min<std::uint64_t>(gpu::kScanCrcPiece, size - off));
   }
 }
 
@@ -241,9 +245,8 @@ Checked checks_in_dispatch(const Op& op) {
   if (end > op.out_bytes) return c;
   c.size = end;
   c.layer = 0;
-  const auto pieces = static_cast<std::size_t>((end + gpu::kScanCrcPiece - 1) / gpu::kScanCrcPiece);
   for (const Check& k : op.checks) {
-    if (k.kind == Check::crc32) c.crc_last = pieces;
+    if (k.kind == Check::crc32) c.crc_last = crc_pieces_of(end);
   }
   return c;
 }
@@ -1100,11 +1103,8 @@ Status Batch::dispatch() {
       layer_jobs[k.layer] = {out, k.size};
       if (!k.crc_last) continue;
       k.crc_first = c.pieces;
-      for (std::uint64_t off = 0; off < k.size; off += gpu::kScanCrcPiece) {
-        gpu::ScanCrcPiece& p = crc_pieces[c.pieces++];
-        p.data = out + off;
-        p.size = static_cast<std::uint32_t>(std::min<std::uint64_t>(gpu::kScanCrcPiece, k.size - off));
-      }
+      put_crc_pieces(out, k.size, crc_pieces.data() + c.pieces);
+      c.pieces += k.crc_last;  // the count, until now
       k.crc_last = c.pieces;
     }
   });
@@ -1429,7 +1429,8 @@ Status Batch::device_checks(const std::vector<Region>& crc_of, std::vector<std::
     const Region& out = crc_of[i];
     if (!out.dev) continue;
     range[i].first = pieces.size();
-    add_crc_pieces(out.dev, out.size, &pieces);
+    pieces.resize(pieces.size() + crc_pieces_of(out.size));
+    put_crc_pieces(out.dev, out.size, pieces.data() + range[i].first);
     range[i].second = pieces.size();
   }
   std::vector<gpu::ScanLayerJob> jobs;
