@@ -112,6 +112,19 @@ TEST(ScanDevice, SplitOfWellFormedArchives) {
   }
 }
 
+// The CPU pool's outputs go up from pinned blocks of 16 MiB, each with its
+// room on the device: a batch whose pool outputs fill more than one block
+// (every decode unit on the CPU, 22 MB of them) gives scan()'s bytes.
+TEST(ScanDevice, PoolOutputsOverSeveralPinnedBlocksEqualScan) {
+  const std::vector<Case> cases = scan_cases::well_formed_cases(16, 47);
+  ScanLimits l;
+  l.max_ratio = 1u << 20;
+  DeviceScanResult r;
+  expect_same_as_scan(cases, l, emulated(0), &r);
+  EXPECT_EQ(r.stats.cpu_blocks, r.stats.policy_blocks);
+  EXPECT_GT(r.stats.policy_bytes, (16u << 20) + (4u << 20));  // more than a block
+}
+
 TEST(ScanDevice, SplitOfEveryArchiveEqualsScan) {
   const std::vector<Case> cases = all_cases();
   for (const std::uint64_t threshold : {std::uint64_t{0}, std::uint64_t{4096}, kAllOnDevice}) {
