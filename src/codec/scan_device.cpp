@@ -188,16 +188,9 @@ struct Op {
   std::uint64_t pinned_size = 0;  // the output's bytes in `pinned` (0: the output is host_out)
   const std::uint8_t* host_bytes() const { return pinned_size ? pinned : host_out.data(); }
   std::uint64_t host_size() const { return pinned_size ? pinned_size : host_out.size(); }
-  // The CPU's output while the pool runs (CpuPool, CpuUploads).
+  // The CPU's output while the pool runs (CpuUploads).
   std::uint8_t* room = nullptr;  // device memory of `expect` bytes, or null
   bool sent = false;             // host_out went up into room
-  bool prepared = false;         // laid out for its dispatch (Batch::prepare_recorded)
-  bool queued = false;           // in the pass's CPU pool
-  std::size_t pool_index = 0;    // its place in the pool's order
-  std::size_t pool_block = SIZE_MAX;  // the pool's pinned block it decodes into, if any
-  // Who hands the op's output to the pool's uploads: the worker that
-  // decoded it or the dispatch that gave it room, whichever comes second.
-  std::atomic<std::uint8_t> handoff{0};
 };
 
 // How many CRC-32 pieces `size` bytes take.
@@ -558,18 +551,19 @@ class CpuUploads {
       const std::size_t begin = next_;
       lock.unlock();
       uploads.clear();
-      // One DMA for each stretch of the run whose ops lie in one pinned
-      // block: from the first one's room to the end of the last one's.
+      // The run's pinned range: from the first op with room to the end of
+      // the last one's.
       const Op* first = nullptr;
+      const Op* last = nullptr;
       for (std::size_t k = begin; k < end; ++k) {
         const Op* op = order_[k];
         if (!op->room || !op->pinned) continue;
-        if (first && op->pool_block == first->pool_block && op->room > first->room) {
-          uploads.back().bytes = static_cast<std::size_t>(op->room - first->room) + static_cast<std::size_t>(op->expect);
-          continue;
-        }
-        first = op;
-        uploads.push_back({op->room, op->pinned, static_cast<std::size_t>(op->expect), true});
+        if (!first) first = op;
+        last = op;
+      }
+      if (first) {
+        const std::uint64_t n = static_cast<std::uint64_t>(last->room - first->room) + last->expect;
+        uploads.push_back({first->room, first->pinned, static_cast<std::size_t>(n), true});
       }
       for (std::size_t k = begin; k < end; ++k) {
         const Op* op = order_[k];
@@ -596,141 +590,6 @@ class CpuUploads {
   std::thread thread_;
 };
 
-// The CPU's share of a pass's ops (those the split gives it, and those the
-// device cannot take), decoded on the background workers from the moment
-// the pass's walks record them: each archive's walk lays out the ops it
-// recorded as it ends (Batch::prepare_recorded), and its CPU ops join the
-// queue at once, so that the pool runs beside the rest of the walks, the
-// dispatch's preparation and the device's work, instead of after them. The
-// queue is first in, first out: the walks take the largest archives first.
-// An op whose output size is known gets pinned host memory as it joins,
-// from blocks of about kBlock bytes cut in the order the ops join (about
-// the order they finish); the dispatch gives each block its room on the
-// device, laid out alike, and CpuUploads sends each run of finished ops up
-// as it finishes, a DMA per block it touches.
-class CpuPool {
- public:
-  struct Block {
-    std::uint8_t* pinned = nullptr;
-    std::uint64_t size = 0, used = 0;
-    std::uint8_t* room = nullptr;  // device memory of `used` bytes, once the dispatch gives it
-  };
-
-  // `decode` runs on the workers, one op at a time each; `pinned` takes the
-  // blocks (their owner frees them after the call, as its host copies of
-  // outputs live until then).
-  CpuPool(gpu::ScanDevice& dev, int threads, std::function<void(Op&)> decode, std::vector<std::uint8_t*>* pinned)
-      : dev_(dev), decode_(std::move(decode)), pinned_(*pinned) {
-    workers_ = std::async(std::launch::async, [this, threads] {
-      detail::parallel_for_background(static_cast<std::size_t>(threads), threads, [&](std::size_t) { work(); });
-    });
-  }
-  CpuPool(const CpuPool&) = delete;
-  CpuPool& operator=(const CpuPool&) = delete;
-  // Waits for the workers and the uploads on every path (before the memory
-  // they write goes).
-  ~CpuPool() { (void)finish(); }
-
-  // Queues `op` (prepared, on the CPU), from any walk's thread.
-  void add(Op* op) {
-    const std::lock_guard<std::mutex> lock(mutex_);
-    if (!started_) started_at_ = std::chrono::steady_clock::now(), started_ = true;
-    op->queued = true;
-    op->pool_index = order_.size();
-    order_.push_back(op);
-    if (op->expect) place(*op);
-    queue_.push_back(op);
-    cv_.notify_one();
-  }
-
-  // The queued ops, in order, and the blocks they decode into: the
-  // dispatch's, once the walks are done.
-  std::span<Op* const> order() const { return order_; }
-  std::vector<Block>& blocks() { return blocks_; }
-
-  // No more ops: every op with pinned memory has its room (Op::room, set
-  // from its block's); each goes up as it finishes.
-  Status start_uploads() {
-    {
-      const std::lock_guard<std::mutex> lock(mutex_);
-      closed_ = true;
-      cv_.notify_all();
-    }
-    if (Status s = uploads_.start(dev_, order_); !s) return s;
-    for (Op* op : order_) {
-      if (op->handoff.fetch_or(kRoomGiven, std::memory_order_acq_rel) & kDecoded) uploads_.done(op->pool_index);
-    }
-    return {};
-  }
-
-  // Waits for every op and for the uploads of those sent (Op::sent): how
-  // the uploads went.
-  Status finish() {
-    {
-      const std::lock_guard<std::mutex> lock(mutex_);
-      closed_ = true;
-      cv_.notify_all();
-    }
-    if (workers_.valid()) workers_.get();
-    return uploads_.finish();
-  }
-
-  // From the first op queued to the last decoded.
-  double seconds() const {
-    return started_ ? std::chrono::duration<double>(last_done_ - started_at_).count() : 0.0;
-  }
-
- private:
-  static constexpr std::uint64_t kBlock = std::uint64_t{16} << 20;
-  static constexpr std::uint8_t kDecoded = 1, kRoomGiven = 2;
-
-  // Pinned memory for op's expected output, in the last block or a new one
-  // (none when none can be had: its output then goes up after the wait).
-  void place(Op& op) {
-    const std::uint64_t n = (op.expect + 255) / 256 * 256;
-    if (blocks_.empty() || blocks_.back().size - blocks_.back().used < n) {
-      std::uint8_t* p = nullptr;
-      const std::uint64_t size = std::max(kBlock, n);
-      if (!dev_.host_alloc(static_cast<std::size_t>(size), &p) || !p) return;
-      pinned_.push_back(p);
-      blocks_.push_back({p, size, 0, nullptr});
-    }
-    Block& b = blocks_.back();
-    op.pinned = b.pinned + b.used;
-    op.pool_block = blocks_.size() - 1;
-    b.used += n;
-  }
-
-  void work() {
-    std::unique_lock<std::mutex> lock(mutex_);
-    for (;;) {
-      cv_.wait(lock, [&] { return closed_ || !queue_.empty(); });
-      if (queue_.empty()) return;
-      Op* op = queue_.front();
-      queue_.pop_front();
-      lock.unlock();
-      decode_(*op);
-      if (op->handoff.fetch_or(kDecoded, std::memory_order_acq_rel) & kRoomGiven) uploads_.done(op->pool_index);
-      lock.lock();
-      last_done_ = std::chrono::steady_clock::now();
-    }
-  }
-
-  gpu::ScanDevice& dev_;
-  std::function<void(Op&)> decode_;
-  std::vector<std::uint8_t*>& pinned_;
-  std::mutex mutex_;
-  std::condition_variable cv_;
-  std::deque<Op*> queue_;
-  std::vector<Op*> order_;
-  std::vector<Block> blocks_;
-  bool closed_ = false;
-  bool started_ = false;
-  std::chrono::steady_clock::time_point started_at_, last_done_;
-  CpuUploads uploads_;  // before the workers go (declared before them)
-  std::future<void> workers_;
-};
-
 // Everything one call shares across its archives and passes.
 class Batch {
  public:
@@ -743,7 +602,6 @@ class Batch {
   // The device memory goes now, in order on the device's stream; the host
   // state later (Disposal).
   ~Batch() {
-    pool_.reset();  // its workers and uploads write the memory below
     for (void* p : allocations_) dev_.free(p);
     for (std::uint8_t* p : pinned_) dev_.host_free(p);
     Disposal::later(std::shared_ptr<HostState>(std::move(host_)));
@@ -827,21 +685,6 @@ class Batch {
     return {};
   }
 
-  // A pass's CPU pool, which the pass's walks then fill (prepare_recorded)
-  // and its dispatch waits for.
-  void open_pool() {
-    pool_ = std::make_unique<CpuPool>(dev_, threads_, [this](Op& op) { decode_on_cpu(op); }, &pinned_);
-  }
-  // A pass that recorded nothing: its pool's workers go.
-  void close_pool() { pool_.reset(); }
-  // Lays out the ops that archive's walk recorded for their dispatch, as
-  // the walk ends (on its thread); those for the CPU start on the pool.
-  void prepare_recorded(std::size_t archive) {
-    for (Op* op : host_->archives[archive].pending) {
-      if (!op->prepared) prepare_op(*op);
-    }
-  }
-
   // Decodes every recorded op: one dispatch per decoder kind.
   Status dispatch();
 
@@ -858,15 +701,6 @@ class Batch {
   }
 
  private:
-  // An op's layout, within the archive's output limit as its dispatch will
-  // see it (past it the final walk decides on the CPU); on the CPU, it
-  // joins the pool.
-  void prepare_op(Op& op) {
-    op.cap = std::min(op.cap, limits_.max_output - std::min(limits_.max_output, decoded_[op.archive]));
-    prepare(op);
-    op.prepared = true;
-    if (op.on_cpu) pool_->add(&op);
-  }
   void prepare(Op& op);
   void prepare_gzip(Op& op);
   void prepare_lz4(Op& op);
@@ -931,7 +765,6 @@ class Batch {
   std::unique_ptr<HostState> host_;
   std::vector<void*> allocations_;
   std::vector<std::uint8_t*> pinned_;  // host_alloc's, for the CPU pool's outputs
-  std::unique_ptr<CpuPool> pool_;       // the pass's (reset first when the batch goes)
   std::vector<std::uint64_t> decoded_;  // per archive: bytes all its ops produced (bounds the work)
 };
 
@@ -1141,8 +974,11 @@ void Batch::prepare_zstd(Op& op) {
 
 // ------------------------------------------------------------ dispatching ----
 
+double seconds_since(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+}
+
 Status Batch::dispatch() {
-  if (!pool_) open_pool();
   std::vector<Op*> ops;
   for (ArchiveState& a : host_->archives) {
     ops.insert(ops.end(), a.pending.begin(), a.pending.end());
@@ -1153,26 +989,32 @@ Status Batch::dispatch() {
   // then follows from the runs before it), so that the runs fill the lists
   // at once, in the ops' order.
   struct Count {
-    std::uint64_t out = 0;  // device ops: their outputs, each 256-aligned
+    std::uint64_t out = 0;   // device ops: their outputs, each 256-aligned
+    std::uint64_t room = 0;  // the pool's ops: room for their outputs, each 256-aligned
     std::uint64_t host_bytes = 0;
-    std::size_t inflates = 0, lz4s = 0, copies = 0, host = 0, pieces = 0, layers = 0;
+    std::size_t inflates = 0, lz4s = 0, copies = 0, host = 0, pieces = 0, layers = 0, pool = 0;
     void add(const Count& o) {
-      out += o.out, host_bytes += o.host_bytes;
+      out += o.out, room += o.room, host_bytes += o.host_bytes;
       inflates += o.inflates, lz4s += o.lz4s, copies += o.copies, host += o.host;
-      pieces += o.pieces, layers += o.layers;
+      pieces += o.pieces, layers += o.layers, pool += o.pool;
     }
   };
   const auto aligned = [](std::uint64_t n) { return (n + 255) / 256 * 256; };
   std::vector<Count> at(runs(ops.size()) + 1);  // at[r]: what the runs before run r add
   std::vector<Checked> checked(ops.size());
-  // The walks laid out their ops as they ended (those for the CPU are on
-  // the pool already).
+  // Bound the work an archive's ops may do to its output limit: past it the
+  // final walk decides on the CPU.
   for_runs(ops.size(), [&](std::size_t r, std::size_t begin, std::size_t end) {
     Count& c = at[r + 1];
     for (std::size_t i = begin; i < end; ++i) {
       Op& op = *ops[i];
-      if (!op.prepared) prepare_op(op);
-      if (op.on_cpu) continue;
+      op.cap = std::min(op.cap, limits_.max_output - std::min(limits_.max_output, decoded_[op.archive]));
+      prepare(op);
+      if (op.on_cpu) {
+        ++c.pool;
+        c.room += aligned(op.expect);
+        continue;
+      }
       c.out += aligned(op.out_bytes);
       for (const Piece& p : op.pieces) {
         switch (p.kind) {
@@ -1192,20 +1034,20 @@ Status Batch::dispatch() {
   const Count& sum = at.back();
   clock_.lap(&DeviceScanStats::prepare_seconds);
 
-  // The device's ops get their offsets in one output allocation; each of
-  // the pool's pinned blocks gets its room on the device, laid out alike,
-  // so that the pool's outputs go up as they finish (CpuUploads).
+  // The device's ops get their offsets in one output allocation; the pool's
+  // ops room on the device, where their sizes are known, so that each goes
+  // up as it finishes (CpuUploads), and the same layout in host memory that
+  // the uploads reach without a copy.
   std::uint8_t* base = nullptr;
   if (Status s = alloc(static_cast<std::size_t>(sum.out), &base); !s) return s;
-  const std::vector<Op*> pool_ops(pool_->order().begin(), pool_->order().end());
-  std::vector<CpuPool::Block>& blocks = pool_->blocks();
-  for (CpuPool::Block& b : blocks) {
-    if (Status s = alloc(static_cast<std::size_t>(b.used), &b.room); !s) return s;
+  std::uint8_t* room = nullptr;
+  std::uint8_t* pinned = nullptr;
+  if (sum.room) {
+    if (Status s = alloc(static_cast<std::size_t>(sum.room), &room); !s) return s;
+    if (Status s = dev_.host_alloc(static_cast<std::size_t>(sum.room), &pinned); !s) return s;
+    if (pinned) pinned_.push_back(pinned);
   }
-  for (Op* op : pool_ops) {
-    if (op->pinned) op->room = blocks[op->pool_block].room + (op->pinned - blocks[op->pool_block].pinned);
-  }
-  if (Status s = pool_->start_uploads(); !s) return s;
+  std::vector<Op*> pool_ops(sum.pool);
   std::vector<gpu::ScanDecodeJob> inflates(sum.inflates), lz4s(sum.lz4s);
   std::vector<gpu::ScanCopyJob> copies(sum.copies);
   std::vector<gpu::ScanUpload> host_pieces(sum.host);  // zstd frames libzstd decoded: one upload
@@ -1219,7 +1061,10 @@ Status Batch::dispatch() {
     Count c = at[r];
     for (std::size_t i = begin; i < end; ++i) {
       Op* op = ops[i];
-      if (op->on_cpu) continue;
+      if (op->on_cpu) {
+        pool_ops[c.pool++] = op;
+        continue;
+      }
       std::uint8_t* out = base + c.out;
       c.out += aligned(op->out_bytes);
       op->out = {nullptr, nullptr, out, op->out_bytes};
@@ -1264,6 +1109,22 @@ Status Batch::dispatch() {
     }
   });
   stats_.host_to_device_bytes += sum.host_bytes;
+  // The pool takes its ops largest input first, so that no long one starts
+  // last and holds the wait (they are handed out one at a time); their room
+  // goes in that order (CpuUploads).
+  std::vector<Op*> by_size = pool_ops;
+  std::stable_sort(by_size.begin(), by_size.end(), [](const Op* a, const Op* b) { return a->in.size > b->in.size; });
+  std::uint64_t room_at = 0;
+  for (Op* op : by_size) {
+    if (!op->expect) continue;
+    op->room = room + room_at;
+    op->pinned = pinned ? pinned + room_at : nullptr;
+    room_at += aligned(op->expect);
+  }
+  CpuUploads uploads;  // goes after the pool (declared before it), which hands it ops
+  if (sum.room) {
+    if (Status s = uploads.start(dev_, by_size); !s) return s;
+  }
   if (!host_pieces.empty()) {
     if (Status s = waited([&] { return dev_.upload_many(host_pieces); }); !s) return s;
   }
@@ -1271,6 +1132,26 @@ Status Batch::dispatch() {
   if (!lz4s.empty()) ++stats_.dispatches;
   if (!copies.empty()) ++stats_.dispatches;
   if (!crc_pieces.empty() || !layer_jobs.empty()) ++stats_.dispatches;
+  // The ops the CPU decodes whole (the split's, and those the device cannot
+  // take) start now on the background pool, from another thread, while this
+  // one drives the device (its bursts of parallel work then preempt the
+  // pool's). They read their op's input and write only its state and
+  // host_out (CpuUploads then reads host_out and sets sent), which nothing
+  // below reads before the wait.
+  double pool_seconds = 0;
+  // Its destructor waits, on every return below: it goes before what it
+  // reads (by_size, pool_seconds, uploads), declared before it.
+  std::future<void> pool;
+  if (!by_size.empty()) {
+    pool = std::async(std::launch::async, [this, &by_size, &pool_seconds, &uploads] {
+      const auto t0 = std::chrono::steady_clock::now();
+      detail::parallel_for_background(by_size.size(), threads_, [&](std::size_t i) {
+        decode_on_cpu(*by_size[i]);
+        uploads.done(i);
+      });
+      pool_seconds = seconds_since(t0);
+    });
+  }
   if (Status s = uploaded(&DeviceScanStats::device_seconds); !s) return s;
   if (Status s = waited([&] { return dev_.decode_start(inflates, lz4s, copies, crc_pieces, layer_jobs); }); !s) {
     return s;
@@ -1412,14 +1293,13 @@ Status Batch::dispatch() {
   // What the device rejected, the CPU decodes too; then the pool's ops are
   // waited for.
   detail::parallel_for(rejected.size(), threads_, [&](std::size_t i) { decode_on_cpu(*rejected[i]); });
-  const Status pooled = pool_->finish();
+  if (pool.valid()) pool.get();
   clock_.lap(&DeviceScanStats::cpu_seconds);
-  stats_.cpu_pool_seconds += pool_->seconds();
-  pool_.reset();
-  if (!pooled) return pooled;
+  stats_.cpu_pool_seconds += pool_seconds;
 
   std::vector<Op*> cpu = pool_ops;
   cpu.insert(cpu.end(), rejected.begin(), rejected.end());
+  if (Status s = uploads.finish(); !s) return s;
   if (Status s = upload_cpu_outputs(cpu); !s) return s;
   for (const Op* op : cpu) {
     if (op->by_policy) ++stats_.policy_blocks;
@@ -1863,20 +1743,15 @@ Status scan_roots(std::vector<Root>& roots, const ScanLimits& limits, gpu::ScanD
   std::stable_sort(order.begin(), order.end(),
                    [&](std::size_t x, std::size_t y) { return roots[x].region.size > roots[y].region.size; });
   for (std::int64_t pass = 0;; ++pass) {
-    batch.open_pool();
     detail::parallel_for(roots.size(), batch.threads(), [&](std::size_t k) {
       const std::size_t a = order[k];
       if (listed[a]) return;
       Walker& w = walkers[a].emplace(batch, limits, a, Walker::Mode::trying);
       walked[a] = w.walk(roots[a].region, roots[a].name, "", 0, 0);
       listed[a] = !w.recorded();
-      batch.prepare_recorded(a);
     });
     clock.lap(&DeviceScanStats::walk_seconds);
-    if (!batch.has_pending()) {
-      batch.close_pool();
-      break;
-    }
+    if (!batch.has_pending()) break;
     if (Status s = batch.dispatch(); !s) return s;
     if (pass > static_cast<std::int64_t>(limits.max_depth) + 2) break;  // cannot happen: each pass goes a layer deeper
   }
