@@ -5,7 +5,9 @@
 // host must parse them). Decompressions are "ops" (a gzip member, an LZ4 or
 // zstd input, a deflated ZIP entry), remembered by their input. The archives
 // go up on a thread of their own (ArchiveUpload) while the first pass walks
-// their host bytes; the first dispatch's kernels wait for them. The walk runs
+// their host bytes (all but gzip archives whose layout gives them to the
+// CPU, which the device never reads); the first dispatch's kernels wait for
+// them. The walk runs
 // in passes:
 //   - a discovery pass walks every archive of the batch as far as the ops
 //     decoded so far reach, and records each op it meets that is not decoded
@@ -249,6 +251,28 @@ Checked checks_in_dispatch(const Op& op) {
     if (k.kind == Check::crc32) c.crc_last = crc_pieces_of(end);
   }
   return c;
+}
+
+// Where a gzip input of `n` bytes goes by its layout alone (its limits may
+// still give it to the CPU, Batch::prepare_gzip): not one member the device
+// can take (a header that does not parse, tandem's chunk index, no room for
+// the trailer), a payload past the device's item size, a decode unit that
+// reaches the split `cpu_block`, or the device. The device never reads the
+// bytes of an input that goes anywhere but to it. Sets *h, *crc and *isize
+// unless it is unreadable.
+enum class GzipRoute : std::uint8_t { unreadable, too_large, split, device };
+GzipRoute gzip_route(const std::uint8_t* p, std::uint64_t n, std::uint64_t cpu_block, format::GzipHeader* h,
+                     std::uint32_t* crc, std::uint32_t* isize) {
+  // A member with tandem's chunk index is read through its index on the CPU
+  // (whose statuses then depend on the index), so it stays there.
+  if (!format::parse_gzip_header(p, static_cast<std::size_t>(n), h) || h->has_index ||
+      n < h->size + format::kGzipTrailerSize) {
+    return GzipRoute::unreadable;
+  }
+  format::read_gzip_trailer(p + n - format::kGzipTrailerSize, crc, isize);
+  const std::uint64_t payload = n - h->size - format::kGzipTrailerSize;
+  if (payload > gpu::kMaxItemSize) return GzipRoute::too_large;
+  return std::max<std::uint64_t>(*isize, payload) >= cpu_block ? GzipRoute::split : GzipRoute::device;
 }
 
 // Parsed containers, kept across passes.
@@ -808,25 +832,22 @@ void Batch::prepare(Op& op) {
 // as several members, is decoded on the CPU), without tandem's chunk index.
 void Batch::prepare_gzip(Op& op) {
   format::GzipHeader h;
+  std::uint32_t crc = 0, isize = 0;
   const std::uint64_t n = op.in.size;
-  // A member with tandem's chunk index is read through its index on the CPU
-  // (whose statuses then depend on the index), so it stays there.
-  if (!format::parse_gzip_header(op.in.host, static_cast<std::size_t>(n), &h) || h.has_index ||
-      n < h.size + format::kGzipTrailerSize) {
+  const GzipRoute route = gzip_route(op.in.host, n, cpu_block_, &h, &crc, &isize);
+  if (route == GzipRoute::unreadable) {
     op.on_cpu = true;
     return;
   }
-  std::uint32_t crc = 0, isize = 0;
-  format::read_gzip_trailer(op.in.host + n - format::kGzipTrailerSize, &crc, &isize);
   expect(op, isize);  // modulo 2^32, and the last member's only: a guess (room it outgrows is not used)
-  const std::uint64_t payload = n - h.size - format::kGzipTrailerSize;
-  if (isize > op.cap || payload > gpu::kMaxItemSize) {
+  if (route == GzipRoute::too_large || isize > op.cap) {
     op.on_cpu = true;
     return;
   }
   // ISIZE is the size modulo 2^32: a member that lies below the split goes
   // to the device, which then rejects it.
-  if (to_cpu(isize, payload)) return give_cpu(op);
+  if (route == GzipRoute::split) return give_cpu(op);
+  const std::uint64_t payload = n - h.size - format::kGzipTrailerSize;
   Piece p{Piece::inflate, 0, 0, isize, true, payload, 0};
   p.job = h.size;  // the payload's offset until the dispatch numbers the job
   op.pieces.push_back(p);
@@ -1915,9 +1936,18 @@ Status scan_to_device(std::span<const ScanInput> archives, const ScanLimits& lim
     const std::uint8_t* d = h;
     if (!dev->emulated() && n) {
       d = static_cast<std::uint8_t*>(up) + at;
-      uploads.push_back({const_cast<std::uint8_t*>(d), h, static_cast<std::size_t>(n), true});
-      result->stats.host_to_device_bytes += n;
       at += (n + 255) / 256 * 256;
+      // A gzip archive that the CPU decodes by its layout (a package's
+      // tarball past the split, most often) is read on the host alone: its
+      // device copy keeps its place, unwritten.
+      format::GzipHeader gh;
+      std::uint32_t crc = 0, isize = 0;
+      const bool host_only = layer_of(h, static_cast<std::size_t>(n)) == Layer::gzip &&
+                             gzip_route(h, n, options.cpu_block_bytes, &gh, &crc, &isize) != GzipRoute::device;
+      if (!host_only) {
+        uploads.push_back({const_cast<std::uint8_t*>(d), h, static_cast<std::size_t>(n), true});
+        result->stats.host_to_device_bytes += n;
+      }
     }
     roots[i] = {{h, h, d, n}, archives[i].name};
   }
