@@ -348,8 +348,8 @@ int run_scan(const ZipCommands& z) {
     std::string error;
     if (z.json == "-") {
       std::fwrite(text.data(), 1, text.size(), stdout);
-    } else if (!write_atomically(z.json, reinterpret_cast<const std::uint8_t*>(text.data()), text.size(), 0644, true,
-                                 &error)) {
+    } else if (!write_atomically(z.json, reinterpret_cast<const std::uint8_t*>(text.data()), text.size(), 0644,
+                                 z.force, &error)) {
       std::fprintf(stderr, "tandem scan: %s: %s\n", z.json.c_str(), error.c_str());
       return 1;
     }
@@ -386,7 +386,7 @@ void add_zip_commands(CLI::App& app, ZipCommands* z) {
   z->scan->add_option("--max-ratio", z->max_ratio, "Stop a decompression past this many bytes a byte in (1000)");
   z->scan->add_option("--max-depth", z->max_depth, "Stop nesting this deep below an archive (8)")
       ->check(CLI::Range(0, 64));
-  z->scan->add_flag("-f,--force", z->force, "Replace existing files");
+  z->scan->add_flag("-f,--force", z->force, "Replace existing files (extracted ones, and the --json FILE)");
   z->scan->add_flag("-q,--quiet", z->quiet, "Print nothing but errors");
 }
 

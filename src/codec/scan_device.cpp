@@ -7,8 +7,7 @@
 // go up on a thread of their own (ArchiveUpload) while the first pass walks
 // their host bytes (all but gzip archives whose layout gives them to the
 // CPU, which the device never reads); the first dispatch's kernels wait for
-// them. The walk runs
-// in passes:
+// them. The walk runs in passes:
 //   - a discovery pass walks every archive of the batch as far as the ops
 //     decoded so far reach, and records each op it meets that is not decoded
 //     yet (with the most it may produce: the ratio and output limits as far

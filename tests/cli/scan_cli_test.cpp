@@ -1,6 +1,7 @@
 // `tandem scan` as a user runs it: a tar.gz inside a ZIP inside a tar.gz
 // listed, written as JSON and extracted byte for byte; extraction that never
-// leaves its directory and replaces nothing without -f; a gzip bomb stopped
+// leaves its directory, and neither it nor the JSON report replaces anything
+// without -f; a gzip bomb stopped
 // by --max-ratio with a message and exit code 1.
 #include <gtest/gtest.h>
 
@@ -47,6 +48,14 @@ TEST_F(ScanCli, ListsJsonAndExtractsNestedArchives) {
   const std::string codec = report[0]["entries"][0]["codec"];
   EXPECT_TRUE(codec == "gzip+tar+zip:stored+gzip+tar" || codec == "gzip+tar+zip:deflate+gzip+tar") << codec;
   EXPECT_EQ(report[0]["entries"][0]["status"], "ok");
+  // The report replaces no file without -f (a path given to --json that
+  // names an archive keeps it).
+  const Bytes archive = read("outer.tgz");
+  const Result clobber = tandem("scan --json outer.tgz mid.zip");
+  EXPECT_EQ(clobber.code, 1);
+  EXPECT_NE(clobber.err.find("already exists"), std::string::npos) << clobber.err;
+  EXPECT_EQ(read("outer.tgz"), archive);
+  ASSERT_EQ(tandem("scan -f --json report.json outer.tgz").code, 0);
 
   const Result x = tandem("scan -q --extract out outer.tgz");
   ASSERT_EQ(x.code, 0) << x.err;
