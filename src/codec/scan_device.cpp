@@ -164,6 +164,39 @@ struct Check {
   std::uint32_t want = 0;
 };
 
+// A list whose first element lives in place: most ops have one piece and
+// one check, and a call has tens of thousands of ops (a heap block each
+// was a malloc in the dispatch and a free in the next call's time).
+template <class T>
+class Few {
+ public:
+  void push_back(const T& v) {
+    if (n_ == 0) {
+      one_ = v;
+    } else {
+      if (more_.empty()) more_.push_back(one_);
+      more_.push_back(v);
+    }
+    ++n_;
+  }
+  void clear() {
+    n_ = 0;
+    more_.clear();
+  }
+  std::size_t size() const { return n_; }
+  bool empty() const { return n_ == 0; }
+  T* begin() { return more_.empty() ? &one_ : more_.data(); }
+  T* end() { return begin() + n_; }
+  const T* begin() const { return more_.empty() ? &one_ : more_.data(); }
+  const T* end() const { return begin() + n_; }
+  T& back() { return begin()[n_ - 1]; }
+
+ private:
+  T one_{};
+  std::vector<T> more_;  // all of them, once there are two
+  std::size_t n_ = 0;
+};
+
 struct Op {
   OpKind kind = OpKind::gzip;
   Region in;
@@ -174,8 +207,8 @@ struct Op {
   OpState state = OpState::fresh;
   Region out;
   // Dispatch state.
-  std::vector<Piece> pieces;
-  std::vector<Check> checks;
+  Few<Piece> pieces;
+  Few<Check> checks;
   std::vector<std::vector<std::uint8_t>> host_pieces;  // zstd frames libzstd decoded
   std::uint64_t out_bytes = 0;                         // room in the dispatch's output
   bool on_cpu = false;                                 // decoded whole on the CPU
@@ -274,6 +307,25 @@ GzipRoute gzip_route(const std::uint8_t* p, std::uint64_t n, std::uint64_t cpu_b
   return std::max<std::uint64_t>(*isize, payload) >= cpu_block ? GzipRoute::split : GzipRoute::device;
 }
 
+// An archive's ops, whose addresses stay: in blocks of 4, 8, ... up to 256
+// ops (a deque's blocks hold one op each; most archives have a few ops, a
+// few have thousands).
+class OpStore {
+ public:
+  Op& emplace_back() {
+    if (chunks_.empty() || used_ == size_) {
+      size_ = chunks_.empty() ? 4 : std::min<std::size_t>(size_ * 2, 256);
+      chunks_.push_back(std::make_unique<Op[]>(size_));
+      used_ = 0;
+    }
+    return chunks_.back()[used_++];
+  }
+
+ private:
+  std::vector<std::unique_ptr<Op[]>> chunks_;
+  std::size_t size_ = 0, used_ = 0;
+};
+
 // Parsed containers, kept across passes.
 struct ZipParse {
   Status status;
@@ -305,7 +357,7 @@ using BytesMap = std::unordered_map<BytesKey, T, BytesKeyHash>;
 // What the walks of one archive keep across passes. Each archive's walks
 // touch only its own state, so the walks of different archives run at once.
 struct ArchiveState {
-  std::deque<Op> op_store;  // the ops (a deque: their addresses stay)
+  OpStore op_store;
   BytesMap<Op*> ops;
   BytesMap<std::unique_ptr<ZipParse>> zips;
   BytesMap<std::unique_ptr<TarParse>> tars;
@@ -653,6 +705,11 @@ class Batch {
       slot->archive = archive;
     }
     return *slot;
+  }
+  // Room for `n` more of an archive's ops (a ZIP's entries) in its map.
+  void expect_ops(std::size_t archive, std::size_t n) {
+    BytesMap<Op*>& ops = host_->archives[archive].ops;
+    ops.reserve(ops.size() + n);
   }
   void record(Op* op) {
     op->state = OpState::pending;
@@ -1642,6 +1699,7 @@ class Walker {
   Status walk_zip(const Region& data, const std::string& path, const std::string& codec, int layer, int depth) {
     const ZipParse& z = batch_.zip_of(data, archive_);
     if (!z.status) return add(path, join(codec, "zip"), layer, {}, z.status);
+    batch_.expect_ops(archive_, z.entries.size());
     if (final_) {
       entries.reserve(entries.size() + z.entries.size());
       sources.reserve(sources.size() + z.entries.size());
