@@ -1747,6 +1747,10 @@ class Walker {
   Status walk_tar(const Region& data, const std::string& path, const std::string& codec, int layer, int depth) {
     const TarParse& t = batch_.tar_of(data, archive_);
     const std::string how = final_ ? join(codec, "tar") : std::string();
+    if (final_) {
+      entries.reserve(entries.size() + t.entries.size());
+      sources.reserve(sources.size() + t.entries.size());
+    }
     for (const tar::Entry& e : t.entries) {
       if (e.kind != tar::Kind::file) continue;
       if (Status w = walk(data.sub(e.data_at, e.size), final_ ? path + "/" + e.path : std::string(), how, layer + 1,

@@ -586,6 +586,7 @@ class CudaScanDevice final : public ScanDevice {
     // pointers and mode only).
     constexpr std::uint64_t kCopyPiece = 1u << 20;
     std::vector<ScanCopyItem> items;
+    items.reserve(nc);
     std::vector<std::size_t>& first = p.first;
     first.resize(nc + 1);
     for (std::size_t i = 0; i < nc; ++i) {
