@@ -599,21 +599,26 @@ class CpuUploads {
     finished_[k] = 1;
     if (k == next_) cv_.notify_one();
   }
-  // No more ops (every op finished): waits for those sent, and says how
-  // their uploads went. Op::sent holds for those that went up.
+  // No more ops (every op finished): the thread sends what is left, each
+  // op that fits() (its bytes stay as they are until finish()).
+  void close() {
+    const std::lock_guard<std::mutex> lock(mutex_);
+    closed_ = true;
+    cv_.notify_one();
+  }
+  // close(), then waits for the uploads, and says how they went. Op::sent
+  // holds for those that went up.
   Status finish() {
-    {
-      const std::lock_guard<std::mutex> lock(mutex_);
-      closed_ = true;
-      cv_.notify_one();
-    }
+    close();
     if (thread_.joinable()) thread_.join();
     side_.reset();
     return status_;
   }
 
- private:
+  // Whether a finished op goes up through the thread.
   static bool fits(const Op& op) { return op.room && op.state == OpState::ok && op.host_size() <= op.expect; }
+
+ private:
 
   void run() {
     std::vector<gpu::ScanUpload> uploads;
@@ -677,6 +682,7 @@ class Batch {
   // The device memory goes now, in order on the device's stream; the host
   // state later (Disposal).
   ~Batch() {
+    cpu_uploads_.reset();  // its thread writes the memory below
     for (void* p : allocations_) dev_.free(p);
     for (std::uint8_t* p : pinned_) dev_.host_free(p);
     Disposal::later(std::shared_ptr<HostState>(std::move(host_)));
@@ -771,11 +777,19 @@ class Batch {
   // Waits for the archives' upload, if it still runs, before the first read
   // of their device copies; the wait is the call's upload phase (the time
   // since the last lap goes to `phase`).
+  // The same for the last dispatch's CPU outputs, whose uploads run on
+  // while the walk reads their host bytes.
   Status uploaded(double DeviceScanStats::*phase) {
-    if (!upload_) return {};
+    if (!upload_ && !cpu_uploads_) return {};
     clock_.lap(phase);
-    const Status s = upload_->wait();
+    Status s;
+    if (upload_) s = upload_->wait();
     upload_ = nullptr;
+    if (cpu_uploads_) {
+      const Status c = cpu_uploads_->uploads.finish();
+      if (s) s = c;
+      cpu_uploads_.reset();
+    }
     clock_.lap(&DeviceScanStats::upload_seconds);
     return s;
   }
@@ -845,6 +859,12 @@ class Batch {
   std::unique_ptr<HostState> host_;
   std::vector<void*> allocations_;
   std::vector<std::uint8_t*> pinned_;  // host_alloc's, for the CPU pool's outputs
+  // The last dispatch's CPU pool uploads, still running (uploaded() waits).
+  struct CpuUploadsLeft {
+    std::vector<Op*> order;
+    CpuUploads uploads;
+  };
+  std::unique_ptr<CpuUploadsLeft> cpu_uploads_;
   std::vector<std::uint64_t> decoded_;  // per archive: bytes all its ops produced (bounds the work)
 };
 
@@ -1198,9 +1218,13 @@ Status Batch::dispatch() {
     op->pinned = pinned ? pinned + room_at : nullptr;
     room_at += aligned(op->expect);
   }
-  CpuUploads uploads;  // goes after the pool (declared before it), which hands it ops
+  // Goes after the pool (declared before it), which hands it ops; kept
+  // running past the dispatch (cpu_uploads_).
+  auto left = std::make_unique<CpuUploadsLeft>();
+  left->order = by_size;
+  CpuUploads& uploads = left->uploads;
   if (sum.room) {
-    if (Status s = uploads.start(dev_, by_size); !s) return s;
+    if (Status s = uploads.start(dev_, left->order); !s) return s;
   }
   if (!host_pieces.empty()) {
     if (Status s = waited([&] { return dev_.upload_many(host_pieces); }); !s) return s;
@@ -1376,7 +1400,10 @@ Status Batch::dispatch() {
 
   std::vector<Op*> cpu = pool_ops;
   cpu.insert(cpu.end(), rejected.begin(), rejected.end());
-  if (Status s = uploads.finish(); !s) return s;
+  // The thread sends the rest while the next walk runs; the next read of
+  // the device waits for it (uploaded()).
+  uploads.close();
+  cpu_uploads_ = std::move(left);
   if (Status s = upload_cpu_outputs(cpu); !s) return s;
   for (const Op* op : cpu) {
     if (op->by_policy) ++stats_.policy_blocks;
@@ -1568,13 +1595,15 @@ void Batch::decode_on_cpu(Op& op) {
   op.state = OpState::ok;
 }
 
-// The outputs of `ops` that the CPU decoded go to the device: one allocation
-// and one upload for all but those already there (Op::sent; the layers below
-// and the entries read them there). Their host copies stay, for the walks.
+// The outputs of `ops` that the CPU decoded go to the device: those the
+// pool's uploads take (CpuUploads::fits: in their room, which the next read
+// of the device waits for), and one allocation and one upload for the rest.
+// Their host copies stay, for the walks. (Op::sent is the uploads' thread's
+// until it is joined; nothing here writes what that thread reads.)
 Status Batch::upload_cpu_outputs(const std::vector<Op*>& ops) {
   std::uint64_t total = 0;
   for (const Op* op : ops) {
-    if (op->state == OpState::ok && !op->sent) total += (op->host_size() + 255) / 256 * 256;
+    if (op->state == OpState::ok && !CpuUploads::fits(*op)) total += (op->host_size() + 255) / 256 * 256;
   }
   std::uint8_t* d = nullptr;
   if (!dev_.emulated() && total) {
@@ -1586,16 +1615,17 @@ Status Batch::upload_cpu_outputs(const std::vector<Op*>& ops) {
     if (op->state != OpState::ok) continue;
     // Pinned bytes stay where they are until the call ends; a vector's go
     // into the call's host state.
-    const std::uint8_t* host = op->pinned;
-    std::uint64_t n = op->pinned_size;
-    if (!n) {
+    const bool going = CpuUploads::fits(*op);
+    const std::uint8_t* host = op->host_bytes();
+    std::uint64_t n = op->host_size();
+    if (!op->pinned_size && !going) {
       std::vector<std::uint8_t>& kept = keep();
       kept = std::move(op->host_out);
       host = kept.data();
       n = kept.size();
     }
     const std::uint8_t* dev = host;
-    if (op->sent) {
+    if (going) {
       dev = op->room;  // (host memory as well when emulated)
       if (!dev_.emulated()) stats_.host_to_device_bytes += n;
     } else if (!dev_.emulated()) {
@@ -1895,18 +1925,21 @@ Status scan_roots(std::vector<Root>& roots, const ScanLimits& limits, gpu::ScanD
     }
   });
   for (const auto& h : host_bytes) uploads.insert(uploads.end(), h.begin(), h.end());
-  // The entry table, filled on a thread of its own while the gather runs
+  // The entry table, filled from a thread of its own while the gather runs
   // (tens of thousands of entries, whose fresh memory the first touch pages
-  // in): it moves the walkers' entries, which nothing reads from here on.
-  // Waited for on every path (the future's destructor).
+  // in), the archives at once: it moves the walkers' entries, which nothing
+  // reads from here on. Waited for on every path (the future's destructor).
   std::future<void> table = std::async(std::launch::async, [&] {
     std::vector<ScanEntry>& table = result->entries;
-    table.reserve(place.back().entry);
-    for (std::size_t a = 0; a < roots.size(); ++a) {
+    table.resize(place.back().entry);
+    detail::parallel_for(roots.size(), batch.threads(), [&](std::size_t a) {
       std::vector<ScanEntry>& from = walkers[a]->entries;
-      table.insert(table.end(), std::make_move_iterator(from.begin()), std::make_move_iterator(from.end()));
-      for (std::size_t i = place[a].entry; i < table.size(); ++i) table[i].offset += place[a].offset;
-    }
+      for (std::size_t i = 0; i < from.size(); ++i) {
+        ScanEntry& e = table[place[a].entry + i];
+        e = std::move(from[i]);
+        e.offset += place[a].offset;
+      }
+    });
   });
   // The gather reads entries' bytes in the archives (when no dispatch has).
   if (Status s = batch.uploaded(&DeviceScanStats::entry_table_seconds); !s) return s;
