@@ -533,8 +533,11 @@ class ArchiveUpload {
       if (p + 1 == parts) end = uploads_.size();
       Part& part = parts_.emplace_back();
       if (Status s = dev.uploader(&part.side); !s) return s;
+      // The thread ends its uploader too (its stream and stage go), so
+      // that the wait joins a thread that is done.
       part.thread = std::thread([this, &part, begin, end] {
         part.status = part.side->upload_many(std::span(uploads_).subspan(begin, end - begin));
+        part.side.reset();
       });
       begin = end;
     }
@@ -544,7 +547,6 @@ class ArchiveUpload {
   Status wait() {
     for (Part& p : parts_) {
       if (p.thread.joinable()) p.thread.join();
-      p.side.reset();
       if (status_ && !p.status) status_ = p.status;
     }
     parts_.clear();
@@ -627,7 +629,11 @@ class CpuUploads {
       cv_.wait(lock, [&] { return closed_ || (next_ < order_.size() && finished_[next_]); });
       std::size_t end = next_;
       while (end < order_.size() && finished_[end]) ++end;
-      if (end == next_) return;  // closed, and nothing more finished
+      if (end == next_) {  // closed, and nothing more finished
+        lock.unlock();
+        side_.reset();  // its stream and stage go here, so that the join finds the thread done
+        return;
+      }
       const std::size_t begin = next_;
       lock.unlock();
       uploads.clear();
