@@ -224,7 +224,6 @@ struct Op {
   std::uint64_t host_size() const { return pinned_size ? pinned_size : host_out.size(); }
   // The CPU's output while the pool runs (CpuUploads).
   std::uint8_t* room = nullptr;  // device memory of `expect` bytes, or null
-  bool sent = false;             // host_out went up into room
 };
 
 // How many CRC-32 pieces `size` bytes take.
@@ -608,8 +607,7 @@ class CpuUploads {
     closed_ = true;
     cv_.notify_one();
   }
-  // close(), then waits for the uploads, and says how they went. Op::sent
-  // holds for those that went up.
+  // close(), then waits for the uploads, and says how they went.
   Status finish() {
     close();
     if (thread_.joinable()) thread_.join();
@@ -621,7 +619,6 @@ class CpuUploads {
   static bool fits(const Op& op) { return op.room && op.state == OpState::ok && op.host_size() <= op.expect; }
 
  private:
-
   void run() {
     std::vector<gpu::ScanUpload> uploads;
     std::unique_lock<std::mutex> lock(mutex_);
@@ -657,9 +654,6 @@ class CpuUploads {
       }
       // After a failure the rest go up after the wait (which returns the failure first).
       if (status_ && !uploads.empty()) status_ = side_->upload_many(uploads);
-      if (status_) {
-        for (std::size_t k = begin; k < end; ++k) order_[k]->sent = fits(*order_[k]);
-      }
       lock.lock();
       next_ = end;
     }
@@ -886,7 +880,6 @@ void Batch::prepare(Op& op) {
   op.room = nullptr;
   op.pinned = nullptr;
   op.pinned_size = 0;
-  op.sent = false;
   switch (op.kind) {
     case OpKind::gzip: prepare_gzip(op); break;
     case OpKind::lz4: prepare_lz4(op); break;
@@ -1243,8 +1236,8 @@ Status Batch::dispatch() {
   // take) start now on the background pool, from another thread, while this
   // one drives the device (its bursts of parallel work then preempt the
   // pool's). They read their op's input and write only its state and
-  // host_out (CpuUploads then reads host_out and sets sent), which nothing
-  // below reads before the wait.
+  // host_out (which CpuUploads then reads), which nothing below reads
+  // before the wait.
   double pool_seconds = 0;
   // Its destructor waits, on every return below: it goes before what it
   // reads (by_size, pool_seconds, uploads), declared before it.
@@ -1604,8 +1597,8 @@ void Batch::decode_on_cpu(Op& op) {
 // The outputs of `ops` that the CPU decoded go to the device: those the
 // pool's uploads take (CpuUploads::fits: in their room, which the next read
 // of the device waits for), and one allocation and one upload for the rest.
-// Their host copies stay, for the walks. (Op::sent is the uploads' thread's
-// until it is joined; nothing here writes what that thread reads.)
+// Their host copies stay, for the walks. (Nothing here writes what the
+// uploads' thread reads.)
 Status Batch::upload_cpu_outputs(const std::vector<Op*>& ops) {
   std::uint64_t total = 0;
   for (const Op* op : ops) {
@@ -1619,8 +1612,9 @@ Status Batch::upload_cpu_outputs(const std::vector<Op*>& ops) {
   std::uint64_t at = 0;
   for (Op* op : ops) {
     if (op->state != OpState::ok) continue;
-    // Pinned bytes stay where they are until the call ends; a vector's go
-    // into the call's host state.
+    // Pinned bytes stay where they are until the call ends, and so do the
+    // bytes of a vector that the uploads' thread reads (in the op, which the
+    // call's host state holds); the others go into the call's host state.
     const bool going = CpuUploads::fits(*op);
     const std::uint8_t* host = op->host_bytes();
     std::uint64_t n = op->host_size();
