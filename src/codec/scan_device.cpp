@@ -1730,10 +1730,7 @@ class Walker {
     const ZipParse& z = batch_.zip_of(data, archive_);
     if (!z.status) return add(path, join(codec, "zip"), layer, {}, z.status);
     batch_.expect_ops(archive_, z.entries.size());
-    if (final_) {
-      entries.reserve(entries.size() + z.entries.size());
-      sources.reserve(sources.size() + z.entries.size());
-    }
+    expect_entries(z.entries.size());
     for (const zip::Entry& e : z.entries) {
       if (e.is_directory() || e.is_symlink()) continue;
       std::string member = final_ ? path + "/" + e.name : std::string();
@@ -1777,10 +1774,7 @@ class Walker {
   Status walk_tar(const Region& data, const std::string& path, const std::string& codec, int layer, int depth) {
     const TarParse& t = batch_.tar_of(data, archive_);
     const std::string how = final_ ? join(codec, "tar") : std::string();
-    if (final_) {
-      entries.reserve(entries.size() + t.entries.size());
-      sources.reserve(sources.size() + t.entries.size());
-    }
+    expect_entries(t.entries.size());
     for (const tar::Entry& e : t.entries) {
       if (e.kind != tar::Kind::file) continue;
       if (Status w = walk(data.sub(e.data_at, e.size), final_ ? path + "/" + e.path : std::string(), how, layer + 1,
@@ -1791,6 +1785,13 @@ class Walker {
     }
     if (!t.status) return add(path, how, layer, {}, t.status);
     return {};
+  }
+
+  // Room for a container's `n` members in a final walk's lists.
+  void expect_entries(std::size_t n) {
+    if (!final_) return;
+    entries.reserve(entries.size() + n);
+    sources.reserve(sources.size() + n);
   }
 
   Status add(std::string path, const std::string& codec, int layer, const Region& data, Status status) {

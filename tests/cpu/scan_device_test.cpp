@@ -113,7 +113,7 @@ TEST(ScanDevice, SplitOfWellFormedArchives) {
 }
 
 // A batch whose CPU pool outputs are large (every decode unit on the CPU,
-// 22 MB of them, beyond the pinned stage's halves) gives scan()'s bytes.
+// 22 MB of them) gives scan()'s bytes.
 TEST(ScanDevice, LargeCpuPoolOutputsEqualScan) {
   const std::vector<Case> cases = scan_cases::well_formed_cases(16, 47);
   ScanLimits l;
