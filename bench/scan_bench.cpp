@@ -374,7 +374,8 @@ int run_scan_bench(const BenchConfig& config) {
                   check.why.c_str());
       std::printf("blocks: %llu on the GPU (%llu bytes), %llu on the CPU (%llu bytes; of which %llu inputs by the "
                   "split at %llu bytes, %llu bytes; %llu rejected by the GPU, %llu bytes); %llu unsupported on the "
-                  "GPU; %llu layers, %llu dispatches; %llu bytes host->device, %llu device->host\n",
+                  "GPU; %llu nested inputs decoded by the walks; %llu layers, %llu dispatches; %llu bytes host->device, "
+                  "%llu device->host\n",
                   static_cast<unsigned long long>(stats.gpu_blocks), static_cast<unsigned long long>(stats.gpu_bytes),
                   static_cast<unsigned long long>(stats.cpu_blocks), static_cast<unsigned long long>(stats.cpu_bytes),
                   static_cast<unsigned long long>(stats.policy_blocks),
@@ -382,7 +383,8 @@ int run_scan_bench(const BenchConfig& config) {
                   static_cast<unsigned long long>(stats.policy_bytes),
                   static_cast<unsigned long long>(stats.rejected_blocks),
                   static_cast<unsigned long long>(stats.rejected_bytes),
-                  static_cast<unsigned long long>(stats.unsupported_blocks), static_cast<unsigned long long>(stats.layers),
+                  static_cast<unsigned long long>(stats.unsupported_blocks),
+                  static_cast<unsigned long long>(stats.walk_cpu_blocks), static_cast<unsigned long long>(stats.layers),
                   static_cast<unsigned long long>(stats.dispatches),
                   static_cast<unsigned long long>(stats.host_to_device_bytes),
                   static_cast<unsigned long long>(stats.device_to_host_bytes));
@@ -438,6 +440,8 @@ int run_scan_bench(const BenchConfig& config) {
                     {"unsupported_blocks", stats.unsupported_blocks},
                     {"rejected_blocks", stats.rejected_blocks},
                     {"rejected_bytes", stats.rejected_bytes},
+                    {"walk_cpu_blocks", stats.walk_cpu_blocks},
+                    {"walk_cpu_bytes", DeviceScanOptions{}.walk_cpu_bytes},
                     {"layers", stats.layers},
                     {"dispatches", stats.dispatches},
                     {"host_to_device_bytes", stats.host_to_device_bytes},

@@ -6,7 +6,9 @@
 //
 // Input: a first byte; bit 0 picks the mode, bits 1-2 the limits, bits 3-4
 // the split between the device and the CPU pool (cpu_block_bytes: none on
-// the CPU, all on it, 1 KiB, the default).
+// the CPU, all on it, 1 KiB, the default), bits 5-6 what the walks of
+// nested layers decode themselves (walk_cpu_bytes: nothing, 1 KiB, the
+// default, everything).
 //   raw:    the rest of the input is one archive.
 //   built:  the next bytes pick a content (the input's tail, or runs of one
 //           byte) and up to four layers around it (gzip, LZ4 frames of every
@@ -81,7 +83,8 @@ Bytes wrap(fuzz::Reader& in, const Bytes& content) {
   }
 }
 
-void compare(const std::vector<Bytes>& archives, const tandem::ScanLimits& limits, std::uint64_t cpu_block_bytes) {
+void compare(const std::vector<Bytes>& archives, const tandem::ScanLimits& limits, std::uint64_t cpu_block_bytes,
+             std::uint64_t walk_cpu_bytes) {
   std::vector<tandem::ScanInput> in;
   for (std::size_t i = 0; i < archives.size(); ++i) {
     in.push_back({{archives[i].data(), archives[i].size()}, "a" + std::to_string(i) + ".tgz"});
@@ -90,6 +93,7 @@ void compare(const std::vector<Bytes>& archives, const tandem::ScanLimits& limit
   o.gpu = false;
   o.threads = 1;
   o.cpu_block_bytes = cpu_block_bytes;
+  o.walk_cpu_bytes = walk_cpu_bytes;
   tandem::DeviceScanResult got;
   const tandem::Status gs = tandem::scan_to_device(in, limits, o, &got);
   Bytes bytes;
@@ -132,8 +136,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   limits.max_entries = 64;
   const std::uint64_t splits[4] = {UINT64_MAX, 0, 1024, tandem::DeviceScanOptions::kDefaultCpuBlockBytes};
   const std::uint64_t split = splits[(mode >> 3) & 3];
+  const std::uint64_t walk_cpus[4] = {0, 1024, tandem::DeviceScanOptions::kDefaultWalkCpuBytes, UINT64_MAX};
+  const std::uint64_t walk_cpu = walk_cpus[(mode >> 5) & 3];
   if ((mode & 1) == 0) {
-    compare({Bytes(data + in.at, data + size)}, limits, split);
+    compare({Bytes(data + in.at, data + size)}, limits, split, walk_cpu);
     return 0;
   }
   const std::uint8_t kind = in.byte();
@@ -150,6 +156,6 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     in.edit(&archive);
     in.edit(&second);
   }
-  compare({archive, second}, limits, split);
+  compare({archive, second}, limits, split, walk_cpu);
   return 0;
 }

@@ -94,6 +94,16 @@ struct DeviceScanOptions {
   // rounds; 14 and 15 threads alike: docs/benchmarks/2026-11-29-h200-scan.md).
   static constexpr std::uint64_t kDefaultCpuBlockBytes = 16u << 10;
   std::uint64_t cpu_block_bytes = kDefaultCpuBlockBytes;
+  // Nested layers found after the first dispatch: an archive's walk decodes
+  // their new inputs itself, on the CPU, up to this many compressed bytes
+  // per archive and layer; past that, the inputs go to the next dispatch.
+  // A dispatch's round trip (about 0.4 ms on an H200) costs more than a few
+  // small inputs: the 520 package archives of the benchmark have one JAR
+  // inside a JAR, whose 11 entries took a second dispatch of their own. The
+  // first layer's inputs always go to the dispatch. 0: every nested layer
+  // gets its own dispatch. Either way the result is the same.
+  static constexpr std::uint64_t kDefaultWalkCpuBytes = 256u << 10;
+  std::uint64_t walk_cpu_bytes = kDefaultWalkCpuBytes;
 };
 
 // What the call did, for profiling. Blocks are descriptors of one dispatch
@@ -110,6 +120,8 @@ struct DeviceScanStats {
   std::uint64_t rejected_blocks = 0;     // inputs (a member, an entry, frames) whose device result failed a
                                          // check (bad data, wrong size, checksum): decoded again on the CPU
   std::uint64_t rejected_bytes = 0;      // bytes the CPU produced for those (part of cpu_bytes)
+  std::uint64_t walk_cpu_blocks = 0;     // nested layers' inputs the walks decoded on the CPU
+                                         // (DeviceScanOptions::walk_cpu_bytes), not in cpu_blocks
   std::uint64_t layers = 0;            // dispatch rounds (layers of nesting across the batch)
   std::uint64_t dispatches = 0;        // launches: per layer at most 3 decoders and a CRC-32; the final gather
   std::uint64_t host_to_device_bytes = 0;

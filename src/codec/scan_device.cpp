@@ -677,7 +677,7 @@ class Batch {
         DeviceScanStats* stats, PhaseClock& clock, ArchiveUpload* upload)
       : dev_(dev), upload_(upload), limits_(limits),
         threads_(detail::effective_threads(static_cast<int>(std::min(options.threads, 1u << 16)))),
-        cpu_block_(options.cpu_block_bytes), stats_(*stats), clock_(clock),
+        cpu_block_(options.cpu_block_bytes), walk_cpu_(options.walk_cpu_bytes), stats_(*stats), clock_(clock),
         host_(std::make_unique<HostState>(archives)), decoded_(archives, 0) {}
   // The device memory goes now, in order on the device's stream; the host
   // state later (Disposal).
@@ -721,6 +721,9 @@ class Batch {
     op->state = OpState::pending;
     host_->archives[op->archive].pending.push_back(op);
   }
+  // How many compressed bytes of new inputs an archive's walk may decode
+  // itself in this pass: none before the first dispatch.
+  std::uint64_t walk_cpu_bytes() const { return stats_.layers ? walk_cpu_ : 0; }
   bool has_pending() const {
     for (const ArchiveState& a : host_->archives) {
       if (!a.pending.empty()) return true;
@@ -843,6 +846,7 @@ class Batch {
   const ScanLimits& limits_;
   int threads_;
   std::uint64_t cpu_block_;
+  std::uint64_t walk_cpu_;
   DeviceScanStats& stats_;
   PhaseClock& clock_;
   // The call's host state, destroyed after the call (Disposal).
@@ -1653,7 +1657,12 @@ class Walker {
  public:
   enum class Mode : std::uint8_t { trying, final };
   Walker(Batch& batch, const ScanLimits& limits, std::size_t archive, Mode mode)
-      : batch_(batch), limits_(limits), archive_(archive), trying_(mode == Mode::trying), budget_(limits) {}
+      : batch_(batch),
+        limits_(limits),
+        archive_(archive),
+        trying_(mode == Mode::trying),
+        budget_(limits),
+        cpu_left_(batch.walk_cpu_bytes()) {}
   // Whether the walk recorded ops (and so listed nothing).
   bool recorded() const { return !final_; }
 
@@ -1676,6 +1685,7 @@ class Walker {
   std::vector<Region> sources;  // each entry's bytes (empty for a failed one)
   std::uint64_t bytes = 0;
   std::size_t on_device = 0;  // entries with bytes on the device (the gather's jobs)
+  std::uint64_t cpu_inputs = 0;  // new inputs this walk decoded itself (Batch::walk_cpu_bytes)
 
  private:
   // Host bytes the CPU produced: no device copy, the gather uploads them.
@@ -1687,8 +1697,17 @@ class Walker {
 
   // Whether the walk records `op` instead of deciding it on the CPU: in a
   // discovery walk always (record() skips those already seen); in a trying
-  // one when no dispatch has seen it and the device has its input.
-  bool records(const Op& op) const { return !final_ || (trying_ && op.state == OpState::fresh && op.in.dev); }
+  // one when no dispatch has seen it and the device has its input, unless
+  // the walk may still decode that many bytes itself (a nested layer's
+  // small inputs, not worth a dispatch).
+  bool records(const Op& op) {
+    if (!final_) return true;
+    if (!trying_ || op.state != OpState::fresh || !op.in.dev) return false;
+    if (op.in.size > cpu_left_) return true;
+    cpu_left_ -= op.in.size;
+    ++cpu_inputs;
+    return false;
+  }
   // Records `op` if it is new, with the most the walk allows it (the final
   // walk never allows more); a trying walk is a discovery walk from now on.
   void record(Op& op, std::uint64_t allowed) {
@@ -1823,6 +1842,7 @@ class Walker {
   bool trying_;
   bool final_ = true;
   Budget budget_;
+  std::uint64_t cpu_left_;  // compressed bytes of new inputs the walk may still decode itself
   std::uint64_t count_ = 0;
 };
 
@@ -1863,6 +1883,11 @@ Status scan_roots(std::vector<Root>& roots, const ScanLimits& limits, gpu::ScanD
       walked[a] = w.walk(roots[a].region, roots[a].name, "", 0, 0);
       listed[a] = !w.recorded();
     });
+    for (std::optional<Walker>& w : walkers) {
+      if (!w) continue;
+      stats.walk_cpu_blocks += w->cpu_inputs;
+      w->cpu_inputs = 0;  // counted
+    }
     clock.lap(&DeviceScanStats::walk_seconds);
     if (!batch.has_pending()) break;
     if (Status s = batch.dispatch(); !s) return s;
@@ -1891,45 +1916,11 @@ Status scan_roots(std::vector<Root>& roots, const ScanLimits& limits, gpu::ScanD
     place[a + 1] = {place[a].entry + w.entries.size(), place[a].job + w.on_device, place[a].offset + w.bytes};
   }
   total = place.back().offset;
-  // The result's allocation (a cudaMalloc of tens of MiB takes a few
-  // hundred microseconds) runs beside the table's fill, which uses no
-  // device call, and the result owns it at once; it is waited for on every
-  // path (the future's destructor).
-  void* out = nullptr;
-  std::future<Status> allocated;
-  if (total) {
-    allocated = std::async(std::launch::async, [&dev, &out, result, total] {
-      Status s = dev.alloc_result(static_cast<std::size_t>(total), &out);
-      if (s) result->adopt(out, total, !dev.emulated());
-      return s;
-    });
-  }
-  gather.resize(place.back().job);
-  std::vector<std::vector<std::pair<std::uint64_t, Region>>> host_bytes(roots.size());
-  detail::parallel_for(roots.size(), batch.threads(), [&](std::size_t a) {
-    const Walker& w = *walkers[a];
-    std::size_t job = place[a].job;
-    for (std::size_t i = 0; i < w.entries.size(); ++i) {
-      const ScanEntry& e = w.entries[i];
-      const std::uint64_t offset = place[a].offset + e.offset;
-      const Region& r = w.sources[i];
-      if (e.status && e.size) {
-        if (r.dev) {
-          gpu::ScanCopyJob& j = gather[job++];
-          j.item.src = r.dev;
-          j.item.size = e.size;
-          j.item.dst = reinterpret_cast<std::uint8_t*>(static_cast<std::uintptr_t>(offset));  // placed below
-        } else {
-          host_bytes[a].emplace_back(offset, r);
-        }
-      }
-    }
-  });
-  for (const auto& h : host_bytes) uploads.insert(uploads.end(), h.begin(), h.end());
-  // The entry table, filled from a thread of its own while the gather runs
-  // (tens of thousands of entries, whose fresh memory the first touch pages
-  // in), the archives at once: it moves the walkers' entries, which nothing
-  // reads from here on. Waited for on every path (the future's destructor).
+  // The entry table, filled from a thread of its own while the gather's
+  // jobs are laid out and run (tens of thousands of entries, whose fresh
+  // memory the first touch pages in), the archives at once: it moves the
+  // walkers' entries, which nothing reads from here on (the gather reads
+  // their sources). Waited for on every path (the future's destructor).
   std::future<void> table = std::async(std::launch::async, [&] {
     std::vector<ScanEntry>& table = result->entries;
     table.resize(place.back().entry);
@@ -1942,6 +1933,40 @@ Status scan_roots(std::vector<Root>& roots, const ScanLimits& limits, gpu::ScanD
       }
     });
   });
+  // The result's allocation (a cudaMalloc of tens of MiB takes a few
+  // hundred microseconds) runs beside the jobs' layout, which uses no
+  // device call, and the result owns it at once; it is waited for on every
+  // path (the future's destructor).
+  void* out = nullptr;
+  std::future<Status> allocated;
+  if (total) {
+    allocated = std::async(std::launch::async, [&dev, &out, result, total] {
+      Status s = dev.alloc_result(static_cast<std::size_t>(total), &out);
+      if (s) result->adopt(out, total, !dev.emulated());
+      return s;
+    });
+  }
+  // Each ok entry's bytes follow the archive's ok entries before it; a
+  // source is empty for a failed entry (and an empty file).
+  gather.resize(place.back().job);
+  std::vector<std::vector<std::pair<std::uint64_t, Region>>> host_bytes(roots.size());
+  detail::parallel_for(roots.size(), batch.threads(), [&](std::size_t a) {
+    std::size_t job = place[a].job;
+    std::uint64_t offset = place[a].offset;
+    for (const Region& r : walkers[a]->sources) {
+      if (!r.size) continue;
+      if (r.dev) {
+        gpu::ScanCopyJob& j = gather[job++];
+        j.item.src = r.dev;
+        j.item.size = r.size;
+        j.item.dst = reinterpret_cast<std::uint8_t*>(static_cast<std::uintptr_t>(offset));  // placed below
+      } else {
+        host_bytes[a].emplace_back(offset, r);
+      }
+      offset += r.size;
+    }
+  });
+  for (const auto& h : host_bytes) uploads.insert(uploads.end(), h.begin(), h.end());
   // The gather reads entries' bytes in the archives (when no dispatch has).
   if (Status s = batch.uploaded(&DeviceScanStats::entry_table_seconds); !s) return s;
   clock.lap(&DeviceScanStats::entry_table_seconds);

@@ -22,10 +22,12 @@ using scan_cases::Case;
 using scan_cases::expect_same_as_scan;
 using test::Bytes;
 
-DeviceScanOptions emulated(std::uint64_t cpu_block_bytes = DeviceScanOptions::kDefaultCpuBlockBytes) {
+DeviceScanOptions emulated(std::uint64_t cpu_block_bytes = DeviceScanOptions::kDefaultCpuBlockBytes,
+                           std::uint64_t walk_cpu_bytes = DeviceScanOptions::kDefaultWalkCpuBytes) {
   DeviceScanOptions o;
   o.gpu = false;
   o.cpu_block_bytes = cpu_block_bytes;
+  o.walk_cpu_bytes = walk_cpu_bytes;
   return o;
 }
 
@@ -45,7 +47,8 @@ TEST(ScanDevice, OneBatchOfEveryArchiveEqualsScan) {
   const std::vector<Case> cases = all_cases();
   for (const ScanLimits& l : all_limits()) {
     DeviceScanResult r;
-    expect_same_as_scan(cases, l, emulated(), &r);
+    // Every nested layer in a dispatch of its own.
+    expect_same_as_scan(cases, l, emulated(DeviceScanOptions::kDefaultCpuBlockBytes, 0), &r);
     EXPECT_TRUE(r.stats.emulated);
     EXPECT_GT(r.entries.size(), 60u);
     EXPECT_GT(r.stats.gpu_blocks, 0u);
@@ -59,6 +62,27 @@ TEST(ScanDevice, OneBatchOfEveryArchiveEqualsScan) {
   twice.insert(twice.end(), cases.begin(), cases.end());
   std::reverse(twice.begin(), twice.end());
   expect_same_as_scan(twice, {}, emulated());
+}
+
+// The new inputs of nested layers, decoded by the walks themselves up to
+// walk_cpu_bytes per archive and layer: scan()'s result either way, in
+// fewer dispatch rounds.
+TEST(ScanDevice, WalksDecodeNestedInputsUpToTheirBudget) {
+  const std::vector<Case> cases = all_cases();
+  constexpr std::uint64_t kSplit = DeviceScanOptions::kDefaultCpuBlockBytes;
+  for (const ScanLimits& l : all_limits()) {
+    SCOPED_TRACE("max_ratio " + std::to_string(l.max_ratio) + " max_output " + std::to_string(l.max_output));
+    DeviceScanResult none, some, all;
+    expect_same_as_scan(cases, l, emulated(kSplit, 0), &none);
+    expect_same_as_scan(cases, l, emulated(kSplit, 4096), &some);
+    expect_same_as_scan(cases, l, emulated(kSplit, UINT64_MAX), &all);
+    EXPECT_EQ(none.stats.walk_cpu_blocks, 0u);
+    EXPECT_GT(some.stats.walk_cpu_blocks, 0u);
+    EXPECT_GT(all.stats.walk_cpu_blocks, 0u);
+    EXPECT_EQ(all.stats.layers, 1u);  // the first layer's dispatch only
+    EXPECT_LE(some.stats.layers, none.stats.layers);
+    EXPECT_LT(all.stats.layers, none.stats.layers);
+  }
 }
 
 TEST(ScanDevice, WellFormedArchivesDecodeOnTheDevice) {

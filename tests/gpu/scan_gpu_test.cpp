@@ -46,13 +46,21 @@ TEST(ScanGpu, OneBatchOfEveryArchiveEqualsScan) {
   DeviceScanOptions o;
   o.stream = reinterpret_cast<gpu::Stream>(stream.get());
   for (const ScanLimits& l : all_limits()) {
-    DeviceScanResult r;
-    expect_same_as_scan(cases, l, o, &r);
-    EXPECT_FALSE(r.stats.emulated);
-    EXPECT_GT(r.stats.gpu_blocks, 0u);
-    EXPECT_GT(r.stats.unsupported_blocks, 0u);
-    EXPECT_LE(r.stats.dispatches, 4 * r.stats.layers + 1);
+    // Nested layers decoded by the walks (the default), and each in a
+    // dispatch of its own.
+    for (const std::uint64_t walk_cpu : {DeviceScanOptions::kDefaultWalkCpuBytes, std::uint64_t{0}}) {
+      SCOPED_TRACE("walk_cpu_bytes " + std::to_string(walk_cpu));
+      o.walk_cpu_bytes = walk_cpu;
+      DeviceScanResult r;
+      expect_same_as_scan(cases, l, o, &r);
+      EXPECT_FALSE(r.stats.emulated);
+      EXPECT_GT(r.stats.gpu_blocks, 0u);
+      EXPECT_GT(r.stats.unsupported_blocks, 0u);
+      EXPECT_LE(r.stats.dispatches, 4 * r.stats.layers + 1);
+      if (walk_cpu == 0) EXPECT_GE(r.stats.layers, 3u);
+    }
   }
+  o.walk_cpu_bytes = DeviceScanOptions::kDefaultWalkCpuBytes;
   std::vector<Case> twice = cases;
   twice.insert(twice.end(), cases.begin(), cases.end());
   std::reverse(twice.begin(), twice.end());
