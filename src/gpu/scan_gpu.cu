@@ -583,8 +583,11 @@ class CudaScanDevice final : public ScanDevice {
     for (const ScanDecodeJob& j : lz4s) lz4_cap = std::max(lz4_cap, j.capacity);
     // A thread block per copy item, so large copies go in pieces of
     // kCopyPiece bytes (whose statuses are the copy's: they depend on its
-    // pointers and mode only).
-    constexpr std::uint64_t kCopyPiece = 1u << 20;
+    // pointers and mode only). Pieces of 64 KiB: with 1 MiB ones the final
+    // gather of the 520 package archives (20,577 copies, 80.7 MB) took
+    // 0.30 ms on an H200, with 64 KiB 0.13 ms (Nsight Compute), the largest
+    // entries' blocks no longer last.
+    constexpr std::uint64_t kCopyPiece = 64u << 10;
     std::vector<ScanCopyItem> items;
     items.reserve(nc);
     std::vector<std::size_t>& first = p.first;
