@@ -26,10 +26,14 @@
 //     knows an output's size, and its outputs go up as each finishes
 //     (CpuUploads), the rest in one upload after the pool's wait;
 //   - passes repeat, one layer of nesting deeper each time, until a pass
-//     records nothing; then the final pass walks each archive exactly as
-//     scan() does, taking each op's result when it succeeded within what the
-//     limits allow at that point of the walk, and running scan()'s own CPU
-//     decoder where it did not (so statuses, limits and bytes are scan()'s).
+//     records nothing (after the first dispatch, a walk decodes the new
+//     inputs it meets itself, on the CPU, up to
+//     DeviceScanOptions::walk_cpu_bytes: a nested layer's few small inputs
+//     cost less there than a dispatch round); then the final pass walks
+//     each archive exactly as scan() does, taking each op's result when it
+//     succeeded within what the limits allow at that point of the walk,
+//     and running scan()'s own CPU decoder where it did not (so statuses,
+//     limits and bytes are scan()'s).
 // Last, one copy dispatch gathers every ok entry's bytes into the result's
 // allocation.
 #include <xxhash.h>
