@@ -113,7 +113,6 @@ class Staging {
 // item while its other warps wait. order[k]: the job launched as item k.
 struct StagedJobs {
   std::size_t in = 0, sizes = 0, out = 0, caps = 0;
-  std::size_t max_cap = 0;
   std::vector<std::uint32_t> order;
 };
 StagedJobs stage_jobs(Staging& st, std::span<const ScanDecodeJob> jobs) {
@@ -137,7 +136,6 @@ StagedJobs stage_jobs(Staging& st, std::span<const ScanDecodeJob> jobs) {
     std::memcpy(st.data() + s.sizes + k * sizeof(std::size_t), &j.in_size, sizeof(std::size_t));
     std::memcpy(st.data() + s.out + k * sizeof(void*), &j.out, sizeof(void*));
     std::memcpy(st.data() + s.caps + k * sizeof(std::size_t), &j.capacity, sizeof(std::size_t));
-    s.max_cap = std::max(s.max_cap, j.capacity);
   }
   return s;
 }
@@ -579,6 +577,7 @@ class CudaScanDevice final : public ScanDevice {
     // `back` on: the CRC pieces and layer jobs, which go both ways, and the
     // results), so that one download brings them all.
     Staging& st = p.st;
+    // The largest LZ4 output: what the temporary storage and the launch are for.
     std::size_t lz4_cap = 0;
     for (const ScanDecodeJob& j : lz4s) lz4_cap = std::max(lz4_cap, j.capacity);
     // A thread block per copy item, so large copies go in pieces of
@@ -654,7 +653,7 @@ class CudaScanDevice final : public ScanDevice {
     }
     if (nl) {
       if (Status s = lz4_decompress_async(reinterpret_cast<const void* const*>(d + al.in),
-                                          reinterpret_cast<const std::size_t*>(d + al.sizes), al.max_cap, nl,
+                                          reinterpret_cast<const std::size_t*>(d + al.sizes), lz4_cap, nl,
                                           temp ? d + l_temp : nullptr, temp, reinterpret_cast<void* const*>(d + al.out),
                                           reinterpret_cast<const std::size_t*>(d + al.caps),
                                           reinterpret_cast<std::size_t*>(d + l_got),
