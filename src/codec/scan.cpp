@@ -166,7 +166,7 @@ class Scanner {
     if (Status s = zip::read_directory(data, &entries, rl); !s) return add(path, join(codec, "zip"), layer, {}, s);
     for (const zip::Entry& e : entries) {
       if (e.is_directory() || e.is_symlink()) continue;
-      const std::string member = path + "/" + e.name;
+      const std::string member = member_path(path, e.name);
       const std::string how = join(codec, e.method == zip::kDeflate ? "zip:deflate" : "zip:stored");
       std::vector<std::uint8_t> bytes;
       const std::uint64_t allowed = e.method == zip::kStored ? e.size : budget(e.compressed_size);
@@ -191,7 +191,7 @@ class Scanner {
     for (const tar::Entry& e : entries) {
       if (e.kind != tar::Kind::file) continue;
       const auto bytes = data.subspan(static_cast<std::size_t>(e.data_at), static_cast<std::size_t>(e.size));
-      if (Status w = walk(bytes, path + "/" + e.path, join(codec, "tar"), layer + 1, depth + 1); !w) return w;
+      if (Status w = walk(bytes, member_path(path, e.path), join(codec, "tar"), layer + 1, depth + 1); !w) return w;
     }
     // The members before a failure are listed; the failure is the archive's.
     if (!s) return add(path, join(codec, "tar"), layer, {}, s);

@@ -333,6 +333,7 @@ class OpStore {
 struct ZipParse {
   Status status;
   std::vector<zip::Entry> entries;
+  std::vector<Op*> ops;  // each deflated entry's op once met (by entry, so no lookup by bytes)
 };
 struct TarParse {
   Status status;
@@ -716,11 +717,6 @@ class Batch {
     }
     return *slot;
   }
-  // Room for `n` more of an archive's ops (a ZIP's entries) in its map.
-  void expect_ops(std::size_t archive, std::size_t n) {
-    BytesMap<Op*>& ops = host_->archives[archive].ops;
-    ops.reserve(ops.size() + n);
-  }
   void record(Op* op) {
     op->state = OpState::pending;
     host_->archives[op->archive].pending.push_back(op);
@@ -735,7 +731,19 @@ class Batch {
     return false;
   }
 
-  const ZipParse& zip_of(const Region& r, std::size_t archive) {
+  // The op of a ZIP's deflated entry `i`, whose data is `in`.
+  Op& zip_op(ZipParse& z, std::size_t i, const Region& in, std::size_t archive) {
+    if (z.ops.empty()) z.ops.assign(z.entries.size(), nullptr);
+    Op*& slot = z.ops[i];
+    if (!slot) {
+      slot = &host_->archives[archive].op_store.emplace_back();
+      slot->kind = OpKind::zip_deflate;
+      slot->in = in;
+      slot->archive = archive;
+    }
+    return *slot;
+  }
+  ZipParse& zip_of(const Region& r, std::size_t archive) {
     auto& slot = host_->archives[archive].zips[{r.host, r.size, 0}];
     if (!slot) {
       slot = std::make_unique<ZipParse>();
@@ -1486,22 +1494,35 @@ bool Batch::verify_checks(const Op& op, std::uint32_t device_crc) {
 }
 
 // Whole copies of the outputs marked (good ones), on the host; the others
-// keep none. On a device one copy dispatch packs them back to back and one
-// download brings them all: hundreds of downloads to pageable memory, each
-// waited for, cost more than the extra copy on the device.
+// keep none. On a device one copy dispatch packs them back to back, into
+// pinned host memory that the device writes itself where it can be had
+// (one wait), else into device memory that one download then brings back:
+// hundreds of downloads to pageable memory, each waited for, cost more
+// than the extra copy on the device.
 Status Batch::fetch_whole(const std::vector<Op*>& ops, const std::vector<char>& whole) {
+  // Each output 16-aligned, as the outputs are on the device (the copy
+  // moves 16 bytes a step where both sides share their alignment).
+  const auto aligned = [](std::uint64_t n) { return (n + 15) / 16 * 16; };
   std::uint64_t total = 0;
   for (std::size_t i = 0; i < ops.size(); ++i) {
-    if (whole[i]) total += ops[i]->out.size;
+    if (whole[i]) total += aligned(ops[i]->out.size);
   }
   std::uint8_t* host = nullptr;
   std::uint8_t* packed = nullptr;
   if (!dev_.emulated() && total) {
-    host = keep_raw(static_cast<std::size_t>(total));
-    if (Status s = alloc(static_cast<std::size_t>(total), &packed); !s) return s;
+    if (dev_.kernels_reach_host()) {
+      if (Status s = dev_.host_alloc(static_cast<std::size_t>(total), &host); !s) return s;
+    }
+    if (host) {
+      pinned_.push_back(host);
+      packed = host;
+    } else {
+      host = keep_raw(static_cast<std::size_t>(total));
+      if (Status s = alloc(static_cast<std::size_t>(total), &packed); !s) return s;
+    }
   }
   std::vector<gpu::ScanCopyJob> jobs;
-  std::uint64_t at = 0;
+  std::uint64_t at = 0, fetched = 0;
   for (std::size_t i = 0; i < ops.size(); ++i) {
     if (!whole[i]) continue;  // its host bytes stay null (the dispatch's layout set them so)
     Op& op = *ops[i];
@@ -1517,14 +1538,16 @@ Status Batch::fetch_whole(const std::vector<Op*>& ops, const std::vector<char>& 
       jobs.push_back(j);
     }
     op.out.host = op.out.head = host + at;
-    at += op.out.size;
+    at += aligned(op.out.size);
+    fetched += op.out.size;
   }
   if (jobs.empty()) return {};
   if (Status s = waited([&] { return dev_.copy(jobs); }); !s) return s;
   for (const gpu::ScanCopyJob& j : jobs) {
     if (j.status != gpu::ScanCopyStatus::ok) return {StatusCode::device_error, "the copy of outputs to fetch failed"};
   }
-  stats_.device_to_host_bytes += at;
+  stats_.device_to_host_bytes += fetched;
+  if (packed == host) return {};
   return waited([&] { return dev_.download(host, packed, static_cast<std::size_t>(at)); });
 }
 
@@ -1645,7 +1668,9 @@ Status Batch::upload_cpu_outputs(const std::vector<Op*>& ops) {
     op->out = {host, host, dev, n};
   }
   if (uploads.empty()) return {};
-  return waited([&] { return dev_.upload_many(uploads); });
+  // Queued: the walks after the dispatch read the host copies, and the
+  // gather, later on the stream, the device's.
+  return waited([&] { return dev_.upload_queued(uploads); });
 }
 
 // ---------------------------------------------------------------- the walk ----
@@ -1750,15 +1775,15 @@ class Walker {
   }
 
   Status walk_zip(const Region& data, const std::string& path, const std::string& codec, int layer, int depth) {
-    const ZipParse& z = batch_.zip_of(data, archive_);
+    ZipParse& z = batch_.zip_of(data, archive_);
     if (!z.status) return add(path, join(codec, "zip"), layer, {}, z.status);
-    batch_.expect_ops(archive_, z.entries.size());
     expect_entries(z.entries.size());
-    for (const zip::Entry& e : z.entries) {
+    const std::string deflated = join(codec, "zip:deflate"), stored = join(codec, "zip:stored");
+    for (std::size_t i = 0; i < z.entries.size(); ++i) {
+      const zip::Entry& e = z.entries[i];
       if (e.is_directory() || e.is_symlink()) continue;
-      std::string member = final_ ? path + "/" + e.name : std::string();
-      const std::string how =
-          final_ ? join(codec, e.method == zip::kDeflate ? "zip:deflate" : "zip:stored") : std::string();
+      std::string member = final_ ? member_path(path, e.name) : std::string();
+      const std::string& how = e.method == zip::kDeflate ? deflated : stored;
       const bool inside = e.data_offset <= data.size && data.size - e.data_offset >= e.compressed_size;
       const std::uint64_t allowed = e.method == zip::kStored ? e.size : budget_.budget(e.compressed_size);
       if (inside && e.method == zip::kStored && e.compressed_size == e.size) {
@@ -1769,7 +1794,7 @@ class Walker {
         }
       }
       if (inside && e.method == zip::kDeflate) {
-        Op& op = batch_.op(OpKind::zip_deflate, data.sub(e.data_offset, e.compressed_size), archive_);
+        Op& op = batch_.zip_op(z, i, data.sub(e.data_offset, e.compressed_size), archive_);
         op.expected = e.size;
         op.crc = e.crc32;
         if (op.state == OpState::ok && e.size <= allowed) {
@@ -1800,7 +1825,7 @@ class Walker {
     expect_entries(t.entries.size());
     for (const tar::Entry& e : t.entries) {
       if (e.kind != tar::Kind::file) continue;
-      if (Status w = walk(data.sub(e.data_at, e.size), final_ ? path + "/" + e.path : std::string(), how, layer + 1,
+      if (Status w = walk(data.sub(e.data_at, e.size), final_ ? member_path(path, e.path) : std::string(), how, layer + 1,
                           depth + 1);
           !w) {
         return w;
@@ -1900,12 +1925,14 @@ Status scan_roots(std::vector<Root>& roots, const ScanLimits& limits, gpu::ScanD
   // The final walks of any archive left (the CPU decides what no dispatch
   // did), and the gather of every entry's bytes.
   Status call;
-  detail::parallel_for(roots.size(), batch.threads(), [&](std::size_t k) {
-    const std::size_t a = order[k];
-    if (listed[a]) return;
-    Walker& w = walkers[a].emplace(batch, limits, a, Walker::Mode::final);
-    walked[a] = w.walk(roots[a].region, roots[a].name, "", 0, 0);
-  });
+  if (std::find(listed.begin(), listed.end(), 0) != listed.end()) {
+    detail::parallel_for(roots.size(), batch.threads(), [&](std::size_t k) {
+      const std::size_t a = order[k];
+      if (listed[a]) return;
+      Walker& w = walkers[a].emplace(batch, limits, a, Walker::Mode::final);
+      walked[a] = w.walk(roots[a].region, roots[a].name, "", 0, 0);
+    });
+  }
   clock.lap(&DeviceScanStats::final_walk_seconds);
   // Each archive's entries, gather jobs and bytes go where the archives
   // before it end, so that the archives fill the table at once.
@@ -1994,7 +2021,7 @@ Status scan_roots(std::vector<Root>& roots, const ScanLimits& limits, gpu::ScanD
         copies.push_back({d + at, u.second.host, static_cast<std::size_t>(u.second.size)});
         at += u.second.size;
       }
-      if (Status s = dev.upload_many(copies); !s) return s;
+      if (Status s = dev.upload_queued(copies); !s) return s;  // the gather follows on the stream
       stats.host_to_device_bytes += staged;
       at = 0;
       for (const auto& u : uploads) {

@@ -31,6 +31,14 @@ inline const char* layer_name(Layer kind) {
 }
 
 inline std::string join(const std::string& a, const std::string& b) { return a.empty() ? b : a + "+" + b; }
+// The path of a container's member: "container/member", in one allocation.
+inline std::string member_path(const std::string& container, const std::string& member) {
+  std::string path;
+  path.reserve(container.size() + 1 + member.size());
+  path.append(container).push_back('/');
+  path.append(member);
+  return path;
+}
 
 inline constexpr Status kDepthStatus{StatusCode::unsupported, "nested deeper than the scan's depth limit"};
 inline constexpr Status kEntriesStatus{StatusCode::bad_data, "more entries than the scan's limit"};

@@ -1,18 +1,18 @@
 // The shared worker pools behind parallel_for and parallel_for_background
 // (see thread_pool.hpp).
 //
-// Workers sleep on one condition variable and wake when a job is queued. A job
-// owns an atomic item counter; every participant (the caller and up to
-// max_threads - 1 workers) claims items until none are left. The caller waits
-// for the count of finished items, so a job ends only when all fn(i) returned.
+// Workers sleep on an epoch counter and wake when a job is published (see
+// Pool). A job owns an atomic item counter; every participant (the caller and
+// up to max_threads - 1 workers) claims items until none are left. The caller
+// waits for the count of finished items, so a job ends only when all fn(i)
+// returned.
 #include "common/thread_pool.hpp"
 
 #include <algorithm>
 #include <atomic>
-#include <condition_variable>
+#include <chrono>
 #include <cstdint>
 #include <cstring>
-#include <deque>
 #include <exception>
 #include <memory>
 #include <mutex>
@@ -46,11 +46,10 @@ struct Job {
   const std::function<void(std::size_t)>* fn = nullptr;
   std::size_t n = 0;
   int helpers_wanted = 0;
-  int helpers_joined = 0;  // guarded by the pool mutex
+  std::atomic<int> helpers_joined{0};
   std::atomic<std::size_t> next{0};
   std::atomic<std::size_t> finished{0};
   std::mutex m;
-  std::condition_variable cv;
   std::exception_ptr error;  // first exception thrown by fn, guarded by m
 
   // Claims and runs items until none are left.
@@ -65,13 +64,31 @@ struct Job {
       }
       ++ran;
     }
-    if (ran != 0 && finished.fetch_add(ran, std::memory_order_acq_rel) + ran == n) {
-      std::lock_guard<std::mutex> lock(m);
-      cv.notify_all();
-    }
+    if (ran != 0 && finished.fetch_add(ran, std::memory_order_acq_rel) + ran == n) finished.notify_all();
   }
 };
 
+// How long a worker that found no job looks for the next before it sleeps
+// (yielding its core to any thread that wants it): a caller's next
+// parallel_for often comes that soon, and a sleeping worker takes tens of
+// microseconds to wake.
+constexpr auto kIdleSpin = std::chrono::microseconds(20);
+
+inline void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield");
+#endif
+}
+
+// A job is published in a slot, which workers find without a lock: a
+// worker takes a reference on the slot, reads the job there and joins it if
+// it still wants helpers; the caller empties the slot once its items are
+// finished and returns only when no worker holds a reference (so no worker
+// touches a job after its call returned). Sleeping workers wait on an epoch
+// counter that each publication bumps: one wake of all, and no lock they
+// then queue on.
 class Pool {
  public:
   static Pool& instance() {
@@ -85,47 +102,64 @@ class Pool {
 
   void run(Job& job, int threads) {
     job.helpers_wanted = threads - 1;
+    int slot = -1;
     if (job.helpers_wanted > 0) {
-      std::lock_guard<std::mutex> lock(m_);
       grow(job.helpers_wanted);
-      queue_.push_back(&job);
-      cv_.notify_all();
+      for (int s = 0; s < kSlots && slot < 0; ++s) {
+        Job* empty = nullptr;
+        if (slots_[s].compare_exchange_strong(empty, &job)) slot = s;
+      }
+      // (Every slot taken: the caller runs the items alone.)
+      if (slot >= 0) {
+        epoch_.fetch_add(1);
+        epoch_.notify_all();
+      }
     }
     t_inside_parallel = true;
     job.work();
     t_inside_parallel = false;
-    if (job.helpers_wanted > 0) {
-      std::lock_guard<std::mutex> lock(m_);
-      queue_.erase(std::remove(queue_.begin(), queue_.end(), &job), queue_.end());
+    if (slot >= 0) {
+      for (std::size_t f; (f = job.finished.load(std::memory_order_acquire)) != job.n;) {
+        job.finished.wait(f, std::memory_order_acquire);
+      }
+      slots_[slot].store(nullptr);
+      for (int r; (r = refs_[slot].load()) != 0;) refs_[slot].wait(r);
     }
-    {
-      std::unique_lock<std::mutex> lock(job.m);
-      job.cv.wait(lock, [&] { return job.finished.load(std::memory_order_acquire) == job.n; });
-    }
-    // Workers that joined may still be inside work(), one of them perhaps about
-    // to take job.m for its notify (so job.m must be free now); wait until they
-    // have all left before the job goes out of scope.
-    std::unique_lock<std::mutex> pool_lock(m_);
-    left_cv_.wait(pool_lock, [&] { return active_on(&job) == 0; });
     if (job.error) std::rethrow_exception(job.error);
   }
 
  private:
+  static constexpr int kSlots = 32;  // jobs running at once, from different threads
+
   explicit Pool(int nice) : nice_(nice) {}
 
-  // Caller holds m_.
   void grow(int wanted) {
     wanted = std::min(wanted, kMaxThreads);
-    while (static_cast<int>(workers_.size()) < wanted) {
-      workers_.emplace_back([this] { loop(); });
-      workers_.back().detach();
+    if (started_.load(std::memory_order_acquire) >= wanted) return;
+    std::lock_guard<std::mutex> lock(grow_m_);
+    for (int k = started_.load(std::memory_order_relaxed); k < wanted; ++k) {
+      std::thread([this] { loop(); }).detach();
+      started_.store(k + 1, std::memory_order_release);
     }
   }
 
-  int active_on(const Job* job) const {
-    int k = 0;
-    for (const Job* j : running_) k += (j == job);
-    return k;
+  // Joins the first published job that still wants helpers and runs its
+  // items; whether it found one.
+  bool help() {
+    for (int s = 0; s < kSlots; ++s) {
+      if (!slots_[s].load(std::memory_order_relaxed)) continue;
+      refs_[s].fetch_add(1);
+      Job* const job = slots_[s].load();
+      bool joined = false;
+      if (job && job->next.load(std::memory_order_relaxed) < job->n &&
+          job->helpers_joined.fetch_add(1, std::memory_order_relaxed) < job->helpers_wanted) {
+        job->work();
+        joined = true;
+      }
+      if (refs_[s].fetch_sub(1) == 1) refs_[s].notify_all();
+      if (joined) return true;
+    }
+    return false;
   }
 
   void loop() {
@@ -139,35 +173,29 @@ class Pool {
       (void)setpriority(PRIO_PROCESS, self, getpriority(PRIO_PROCESS, self) + nice_);
     }
 #endif
-    std::unique_lock<std::mutex> lock(m_);
     for (;;) {
-      Job* job = nullptr;
-      cv_.wait(lock, [&] {
-        for (Job* j : queue_) {
-          if (j->helpers_joined < j->helpers_wanted && j->next.load(std::memory_order_relaxed) < j->n) {
-            job = j;
-            return true;
-          }
+      const std::uint32_t seen = epoch_.load();
+      if (help()) continue;
+      bool bumped = false;
+      const auto until = std::chrono::steady_clock::now() + kIdleSpin;
+      for (int k = 1; !bumped; ++k) {
+        cpu_relax();
+        bumped = epoch_.load(std::memory_order_relaxed) != seen;
+        if (k % 64 == 0) {
+          if (std::chrono::steady_clock::now() >= until) break;
+          std::this_thread::yield();
         }
-        return false;
-      });
-      ++job->helpers_joined;
-      running_.push_back(job);
-      lock.unlock();
-      job->work();
-      lock.lock();
-      running_.erase(std::find(running_.begin(), running_.end(), job));
-      left_cv_.notify_all();
+      }
+      if (!bumped) epoch_.wait(seen);
     }
   }
 
   const int nice_;  // added to the workers' nice value
-  std::mutex m_;
-  std::condition_variable cv_;
-  std::condition_variable left_cv_;
-  std::deque<Job*> queue_;
-  std::vector<Job*> running_;
-  std::vector<std::thread> workers_;
+  std::atomic<Job*> slots_[kSlots] = {};
+  std::atomic<int> refs_[kSlots] = {};
+  std::atomic<std::uint32_t> epoch_{0};
+  std::atomic<int> started_{0};
+  std::mutex grow_m_;
 };
 
 }  // namespace

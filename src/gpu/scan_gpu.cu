@@ -343,7 +343,12 @@ class CudaScanDevice final : public ScanDevice {
  public:
   explicit CudaScanDevice(Stream stream)
       : stream_(reinterpret_cast<cudaStream_t>(stream)), pools_(stream_ordered_memory()) {
-    if (cudaGetDevice(&device_) != cudaSuccess) (void)cudaGetLastError();
+    int unified = 0;
+    if (cudaGetDevice(&device_) != cudaSuccess ||
+        cudaDeviceGetAttribute(&unified, cudaDevAttrUnifiedAddressing, device_) != cudaSuccess) {
+      (void)cudaGetLastError();
+    }
+    unified_ = unified == 1;
   }
   ~CudaScanDevice() override {
     free(scratch_);
@@ -396,7 +401,13 @@ class CudaScanDevice final : public ScanDevice {
     if (*ptr) pinned_.emplace_back(*ptr, size);
     return {};
   }
+  bool kernels_reach_host() const override { return unified_; }
   void host_free(std::uint8_t* ptr) override {
+    // A queued upload may still read it.
+    if (queued_) {
+      if (cudaStreamSynchronize(stream_) != cudaSuccess) (void)cudaGetLastError();
+      queued_ = false;
+    }
     for (auto it = pinned_.begin(); it != pinned_.end(); ++it) {
       if (it->first != ptr) continue;
       PinnedBlocks::instance().give(it->first, it->second);
@@ -467,9 +478,15 @@ class CudaScanDevice final : public ScanDevice {
     return {};
   }
 
-  Status upload_many(std::span<const ScanUpload> uploads) override {
+  Status upload_many(std::span<const ScanUpload> uploads) override { return upload_staged(uploads, true); }
+  Status upload_queued(std::span<const ScanUpload> uploads) override { return upload_staged(uploads, false); }
+
+  // A queued upload's last DMAs may still read the stage's halves: the host
+  // writes into a half only once they are done.
+  Status upload_staged(std::span<const ScanUpload> uploads, bool wait) {
     if (owns_stream_) TANDEM_CUDA_CHECK(cudaSetDevice(device_), "cudaSetDevice (scan uploader)");
     if (Status s = lease(); !s) return s;
+    for (cudaEvent_t e : stage_->done) TANDEM_CUDA_CHECK(cudaEventSynchronize(e), "scan upload");
     // Half b's pieces are copied in all at once, then go up; the other half
     // is refilled once its DMAs are done.
     std::vector<detail::Copy> ins;
@@ -543,7 +560,11 @@ class CudaScanDevice final : public ScanDevice {
       }
     }
     if (Status s = flush(); !s) return s;
-    TANDEM_CUDA_CHECK(cudaStreamSynchronize(stream_), "scan upload");
+    if (wait) {
+      TANDEM_CUDA_CHECK(cudaStreamSynchronize(stream_), "scan upload");
+    } else {
+      queued_ = true;
+    }
     return {};
   }
 
@@ -747,6 +768,8 @@ class CudaScanDevice final : public ScanDevice {
   bool pools_;
   int device_ = 0;            // the CUDA device current where the object was made
   bool owns_stream_ = false;  // an uploader's: its calls come from another thread (current device set)
+  bool unified_ = false;      // kernels_reach_host()
+  bool queued_ = false;       // an upload_queued since host_free last waited
   void* scratch_ = nullptr;
   std::size_t scratch_bytes_ = 0;
   std::unique_ptr<PinnedStage> stage_;

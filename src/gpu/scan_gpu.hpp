@@ -85,6 +85,9 @@ class ScanDevice {
   // once no transfer of it is in flight.
   virtual Status host_alloc(std::size_t bytes, std::uint8_t** ptr) = 0;
   virtual void host_free(std::uint8_t* ptr) = 0;
+  // Whether the device's kernels (a copy's destinations) may write
+  // host_alloc's memory at its host address (unified addressing).
+  virtual bool kernels_reach_host() const { return false; }
   // Ordered on the device's stream; upload returns once `src` may be reused.
   virtual Status upload(void* dst, const void* src, std::size_t bytes) = 0;
   virtual Status download(void* dst, const void* src, std::size_t bytes) = 0;
@@ -94,6 +97,12 @@ class ScanDevice {
   // The destinations lie in one allocation (copies whose device bytes meet,
   // or meet but for padding, may go in one DMA).
   virtual Status upload_many(std::span<const ScanUpload> uploads) = 0;
+  // upload_many without its wait: the copies are queued on the stream,
+  // before everything called on this device afterwards, and the pageable
+  // sources may be reused once it returns; pinned ones (host_alloc's) must
+  // stay until the stream is next waited for (the device object's end
+  // waits too).
+  virtual Status upload_queued(std::span<const ScanUpload> uploads) { return upload_many(uploads); }
   // A device for uploads from another thread while this one works on: its
   // own stream, ordered after everything called on this one so far (so
   // memory from this one's alloc may be its destinations), and its own
