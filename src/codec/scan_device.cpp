@@ -675,6 +675,34 @@ class CpuUploads {
   std::thread thread_;
 };
 
+class Batch;
+
+// The CPU pool's ops of a dispatch, largest first, handed out one at a time
+// to whichever thread takes them: the background pool's workers, and the
+// dispatching thread once the device is done.
+class PoolWork {
+ public:
+  PoolWork(const std::vector<Op*>& order, CpuUploads& uploads) : order_(order), uploads_(uploads) {}
+  // Decodes ops until none is left to start.
+  void take(Batch& batch);
+  // Until every op is decoded (or failed): a short spin, then a sleep.
+  void wait() {
+    const std::size_t n = order_.size();
+    for (int k = 0; k < 4096 && finished_.load(std::memory_order_acquire) != n; ++k) {
+      if (k % 64 == 63) std::this_thread::yield();
+    }
+    for (std::size_t f; (f = finished_.load(std::memory_order_acquire)) != n;) finished_.wait(f);
+  }
+  // Whether a decode threw (the pool's future holds the exception).
+  bool failed() const { return failed_.load(); }
+
+ private:
+  const std::vector<Op*>& order_;
+  CpuUploads& uploads_;
+  std::atomic<std::size_t> next_{0}, finished_{0};
+  std::atomic<bool> failed_{false};
+};
+
 // Everything one call shares across its archives and passes.
 class Batch {
  public:
@@ -834,14 +862,25 @@ class Batch {
   bool to_cpu(std::uint64_t out, std::uint64_t in) const { return std::max(out, in) >= cpu_block_; }
   static void give_cpu(Op& op) { op.on_cpu = op.by_policy = true; }
   // The output the op's headers say, as its room while the pool decodes it:
-  // none past the op's cap, nor past kRoomRatio times its input (a lying
-  // header could claim the ratio limit, 1000 by default, for every op of a
-  // batch; the rare real output past it goes up after the pool's wait).
+  // none past the op's cap, and past kRoomRatio times its input only while
+  // the dispatch's kSpareRoom lasts (a lying header could claim the ratio
+  // limit, 1000 by default, for every op of a batch; an output with no room
+  // goes up after the pool's wait). From the dispatch's parallel passes.
   static constexpr std::uint64_t kRoomRatio = 64;
-  static void expect(Op& op, std::uint64_t bytes) {
-    op.expect = bytes <= op.cap && bytes / kRoomRatio <= op.in.size ? bytes : 0;
+  static constexpr std::uint64_t kSpareRoom = std::uint64_t{64} << 20;
+  void expect(Op& op, std::uint64_t bytes) {
+    op.expect = 0;
+    if (bytes > op.cap) return;
+    if (bytes / kRoomRatio > op.in.size) {
+      std::uint64_t used = spare_room_.load(std::memory_order_relaxed);
+      do {
+        if (bytes > kSpareRoom - used) return;
+      } while (!spare_room_.compare_exchange_weak(used, used + bytes, std::memory_order_relaxed));
+    }
+    op.expect = bytes;
   }
   void decode_on_cpu(Op& op);
+  friend class PoolWork;  // decode_on_cpu
   Status upload_cpu_outputs(const std::vector<Op*>& ops);
   // A call of the device's, its time counted in stats().device_call_seconds
   // (from the dispatching thread only).
@@ -881,6 +920,7 @@ class Batch {
     CpuUploads uploads;
   };
   std::unique_ptr<CpuUploadsLeft> cpu_uploads_;
+  std::atomic<std::uint64_t> spare_room_{0};  // the dispatch's room past kRoomRatio so far (expect)
   std::vector<std::uint64_t> decoded_;  // per archive: bytes all its ops produced (bounds the work)
 };
 
@@ -1097,6 +1137,7 @@ Status Batch::dispatch() {
     a.pending.clear();
   }
   ++stats_.layers;
+  spare_room_.store(0, std::memory_order_relaxed);
   // Each run of ops counts what it adds to each list (its place in them
   // then follows from the runs before it), so that the runs fill the lists
   // at once, in the ops' order.
@@ -1146,12 +1187,14 @@ Status Batch::dispatch() {
   const Count& sum = at.back();
   clock_.lap(&DeviceScanStats::prepare_seconds);
 
-  // The device's ops get their offsets in one output allocation; the pool's
-  // ops room on the device, where their sizes are known, so that each goes
-  // up as it finishes (CpuUploads), and the same layout in host memory that
-  // the uploads reach without a copy.
-  std::uint8_t* base = nullptr;
-  if (Status s = alloc(static_cast<std::size_t>(sum.out), &base); !s) return s;
+  // The pool's ops start first, on the background pool, from another
+  // thread: it is the dispatch's longest part, and the device's lists are
+  // laid out and the device driven from this one meanwhile (its bursts of
+  // parallel work then preempt the pool's). Their room on the device, where
+  // their sizes are known, lets each go up as it finishes (CpuUploads), from
+  // the same layout in host memory that the uploads reach without a copy.
+  // They read their op's input and write only its state and host output
+  // (which CpuUploads then reads), which nothing below reads before the wait.
   std::uint8_t* room = nullptr;
   std::uint8_t* pinned = nullptr;
   if (sum.room) {
@@ -1159,7 +1202,48 @@ Status Batch::dispatch() {
     if (Status s = dev_.host_alloc(static_cast<std::size_t>(sum.room), &pinned); !s) return s;
     if (pinned) pinned_.push_back(pinned);
   }
-  std::vector<Op*> pool_ops(sum.pool);
+  std::vector<Op*> pool_ops;
+  pool_ops.reserve(sum.pool);
+  for (Op* op : ops) {
+    if (op->on_cpu) pool_ops.push_back(op);
+  }
+  // The pool takes its ops largest input first, so that no long one starts
+  // last and holds the wait (they are handed out one at a time); their room
+  // goes in that order (CpuUploads).
+  std::vector<Op*> by_size = pool_ops;
+  std::stable_sort(by_size.begin(), by_size.end(), [](const Op* a, const Op* b) { return a->in.size > b->in.size; });
+  std::uint64_t room_at = 0;
+  for (Op* op : by_size) {
+    if (!op->expect) continue;
+    op->room = room + room_at;
+    op->pinned = pinned ? pinned + room_at : nullptr;
+    room_at += aligned(op->expect);
+  }
+  // Goes after the pool (declared before it), which hands it ops; kept
+  // running past the dispatch (cpu_uploads_).
+  auto left = std::make_unique<CpuUploadsLeft>();
+  left->order = by_size;
+  CpuUploads& uploads = left->uploads;
+  if (sum.room) {
+    if (Status s = uploads.start(dev_, left->order); !s) return s;
+  }
+  // The ops go out one at a time, to the pool's workers and, once it is done
+  // with the device, to this thread too (which then waits for no wake-up).
+  PoolWork work(by_size, uploads);
+  const auto pool_t0 = std::chrono::steady_clock::now();
+  // Its destructor waits, on every return below: it goes before what it
+  // reads (work), declared before it.
+  std::future<void> pool;
+  if (!by_size.empty()) {
+    pool = std::async(std::launch::async, [this, &work] {
+      detail::parallel_for_background(static_cast<std::size_t>(threads_), threads_,
+                                      [&](std::size_t) { work.take(*this); });
+    });
+  }
+
+  // The device's ops get their offsets in one output allocation.
+  std::uint8_t* base = nullptr;
+  if (Status s = alloc(static_cast<std::size_t>(sum.out), &base); !s) return s;
   std::vector<gpu::ScanDecodeJob> inflates(sum.inflates), lz4s(sum.lz4s);
   std::vector<gpu::ScanCopyJob> copies(sum.copies);
   std::vector<gpu::ScanUpload> host_pieces(sum.host);  // zstd frames libzstd decoded: one upload
@@ -1173,10 +1257,7 @@ Status Batch::dispatch() {
     Count c = at[r];
     for (std::size_t i = begin; i < end; ++i) {
       Op* op = ops[i];
-      if (op->on_cpu) {
-        pool_ops[c.pool++] = op;
-        continue;
-      }
+      if (op->on_cpu) continue;
       std::uint8_t* out = base + c.out;
       c.out += aligned(op->out_bytes);
       op->out = {nullptr, nullptr, out, op->out_bytes};
@@ -1221,26 +1302,6 @@ Status Batch::dispatch() {
     }
   });
   stats_.host_to_device_bytes += sum.host_bytes;
-  // The pool takes its ops largest input first, so that no long one starts
-  // last and holds the wait (they are handed out one at a time); their room
-  // goes in that order (CpuUploads).
-  std::vector<Op*> by_size = pool_ops;
-  std::stable_sort(by_size.begin(), by_size.end(), [](const Op* a, const Op* b) { return a->in.size > b->in.size; });
-  std::uint64_t room_at = 0;
-  for (Op* op : by_size) {
-    if (!op->expect) continue;
-    op->room = room + room_at;
-    op->pinned = pinned ? pinned + room_at : nullptr;
-    room_at += aligned(op->expect);
-  }
-  // Goes after the pool (declared before it), which hands it ops; kept
-  // running past the dispatch (cpu_uploads_).
-  auto left = std::make_unique<CpuUploadsLeft>();
-  left->order = by_size;
-  CpuUploads& uploads = left->uploads;
-  if (sum.room) {
-    if (Status s = uploads.start(dev_, left->order); !s) return s;
-  }
   if (!host_pieces.empty()) {
     if (Status s = waited([&] { return dev_.upload_many(host_pieces); }); !s) return s;
   }
@@ -1248,26 +1309,6 @@ Status Batch::dispatch() {
   if (!lz4s.empty()) ++stats_.dispatches;
   if (!copies.empty()) ++stats_.dispatches;
   if (!crc_pieces.empty() || !layer_jobs.empty()) ++stats_.dispatches;
-  // The ops the CPU decodes whole (the split's, and those the device cannot
-  // take) start now on the background pool, from another thread, while this
-  // one drives the device (its bursts of parallel work then preempt the
-  // pool's). They read their op's input and write only its state and
-  // host_out (which CpuUploads then reads), which nothing below reads
-  // before the wait.
-  double pool_seconds = 0;
-  // Its destructor waits, on every return below: it goes before what it
-  // reads (by_size, pool_seconds, uploads), declared before it.
-  std::future<void> pool;
-  if (!by_size.empty()) {
-    pool = std::async(std::launch::async, [this, &by_size, &pool_seconds, &uploads] {
-      const auto t0 = std::chrono::steady_clock::now();
-      detail::parallel_for_background(by_size.size(), threads_, [&](std::size_t i) {
-        decode_on_cpu(*by_size[i]);
-        uploads.done(i);
-      });
-      pool_seconds = seconds_since(t0);
-    });
-  }
   if (Status s = uploaded(&DeviceScanStats::device_seconds); !s) return s;
   if (Status s = waited([&] { return dev_.decode_start(inflates, lz4s, copies, crc_pieces, layer_jobs); }); !s) {
     return s;
@@ -1409,9 +1450,13 @@ Status Batch::dispatch() {
   // What the device rejected, the CPU decodes too; then the pool's ops are
   // waited for.
   detail::parallel_for(rejected.size(), threads_, [&](std::size_t i) { decode_on_cpu(*rejected[i]); });
-  if (pool.valid()) pool.get();
+  if (!by_size.empty()) {
+    work.take(*this);
+    work.wait();
+    stats_.cpu_pool_seconds += seconds_since(pool_t0);
+    if (work.failed()) pool.get();  // its exception
+  }
   clock_.lap(&DeviceScanStats::cpu_seconds);
-  stats_.cpu_pool_seconds += pool_seconds;
 
   std::vector<Op*> cpu = pool_ops;
   cpu.insert(cpu.end(), rejected.begin(), rejected.end());
@@ -1584,6 +1629,24 @@ Status Batch::device_checks(const std::vector<Region>& crc_of, std::vector<std::
     }
   });
   return {};
+}
+
+void PoolWork::take(Batch& batch) {
+  const std::size_t n = order_.size();
+  const auto finish = [&](std::size_t i) {
+    uploads_.done(i);
+    if (finished_.fetch_add(1, std::memory_order_acq_rel) + 1 == n) finished_.notify_all();
+  };
+  for (std::size_t i; (i = next_.fetch_add(1, std::memory_order_relaxed)) < n;) {
+    try {
+      batch.decode_on_cpu(*order_[i]);
+    } catch (...) {
+      failed_ = true;
+      finish(i);
+      throw;
+    }
+    finish(i);
+  }
 }
 
 // The op's whole input through the CPU decoder, up to its cap, into
