@@ -14,7 +14,6 @@
 #include <cstdint>
 #include <cstring>
 #include <exception>
-#include <memory>
 #include <mutex>
 #include <thread>
 #include <vector>
